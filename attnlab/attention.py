@@ -1,0 +1,157 @@
+"""Scaled dot-product attention, the whole formula.
+
+Lessons: ``notebooks/05_values.ipynb`` (the ·V step and the worked example)
+and ``notebooks/06_full_attention.ipynb`` (batches, heads, masks, cost).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._inputs import check_qkv, check_scale, compute_dtype
+from .masks import MaskTiles
+from .scores import overflow_free_factors
+
+# Rows of queries per tile are chosen so one tile of scores holds about this
+# many numbers (1 MiB in float32): small enough to stay in cache while it is
+# shifted, exponentiated and summed in place.
+_TILE_ELEMENTS = 1 << 18
+
+
+@dataclass
+class Problem:
+    """Checked inputs of one attention call, in the dtype the work is done in."""
+
+    A: np.ndarray  # scale·Q, broadcast to the full batch: (..., n_q, d_k)
+    bound: float | None  # a bound on every |score| when no float mask is added, else None
+    Bt: np.ndarray  # Kᵀ: (..., d_k, n_k)
+    V: np.ndarray  # (..., n_k, d_v)
+    masks: MaskTiles
+    batch: tuple
+    n_q: int
+    n_k: int
+    d_v: int
+    work: np.dtype
+    out: np.dtype
+
+
+def prepare(Q, K, V, mask, causal, scale) -> Problem:
+    """Check every argument before any work is done, and set up the arithmetic."""
+    Q, K, V, batch = check_qkv(Q, K, V)
+    n_q, d_k = Q.shape[-2:]
+    n_k, d_v = V.shape[-2:]
+    scale = check_scale(scale, d_k)
+    masks = MaskTiles(mask, causal, batch, n_q, n_k)
+    batch = masks.batch
+    work, out = compute_dtype(Q, K, V)
+    A, B = overflow_free_factors(Q, K, scale, work)
+    bound = score_bound(A, B) if masks.kind != "float" else None
+    A = np.broadcast_to(A, (*batch, n_q, d_k))
+    return Problem(
+        A=A,
+        bound=bound,
+        Bt=np.swapaxes(B, -1, -2),
+        V=V.astype(work, copy=False),
+        masks=masks,
+        batch=batch,
+        n_q=n_q,
+        n_k=n_k,
+        d_v=d_v,
+        work=work,
+        out=out,
+    )
+
+
+def apply_mask(S: np.ndarray, blocked, bias) -> None:
+    """Add a float mask and send blocked pairs to -inf, in place."""
+    if bias is not None:
+        S += bias
+    if blocked is not None:
+        np.copyto(S, -np.inf, where=blocked)
+
+
+def stable_exp(S: np.ndarray, bound: float | None = None) -> None:
+    """Exponentiate scores in place, shifted so that nothing overflows.
+
+    Softmax is unchanged by subtracting any constant from a row; the usual
+    choice is the row's maximum. When ``bound`` (a proven bound on every
+    |score|) is small enough that exp can neither overflow nor round a whole
+    row to zero, the shift is skipped: that saves two passes over S.
+    A row whose keys are all blocked has maximum -inf; it is shifted by 0
+    instead, so its exponentials are exactly 0 rather than NaN.
+    """
+    if bound is None or bound > _NO_SHIFT_BOUND.get(S.dtype.type, -1.0):
+        m = np.max(S, axis=-1, keepdims=True)
+        m[np.isneginf(m)] = 0
+        S -= m
+    np.exp(S, out=S)
+
+
+# exp(±40) ≈ 2e17 / 4e-18 sits well inside float32's range (1e-38 … 3e38) even
+# summed over 10^20 keys; float64 allows far more.
+_NO_SHIFT_BOUND = {np.float32: 40.0, np.float64: 300.0}
+
+
+def score_bound(A: np.ndarray, B: np.ndarray) -> float:
+    """An upper bound on every |a_i · b_j|, by Cauchy–Schwarz: max ‖a_i‖ · max ‖b_j‖."""
+    if A.size == 0 or B.size == 0:
+        return 0.0
+    return _largest_row_norm(A) * _largest_row_norm(B)
+
+
+def _largest_row_norm(X: np.ndarray) -> float:
+    return float(np.sqrt(np.max(np.einsum("...ij,...ij->...i", X, X, dtype=np.float64))))
+
+
+def attention(Q, K, V, mask=None, *, causal=False, scale=None, return_weights=False):
+    """Scaled dot-product attention.
+
+    Formula: ``softmax(Q Kᵀ · scale + mask) V`` with ``scale = 1/√d_k`` by default.
+
+    Shapes: Q ``(..., n_q, d_k)``, K ``(..., n_k, d_k)``, V ``(..., n_k, d_v)``;
+    the leading (batch, head) dimensions broadcast. Returns the output
+    ``(..., n_q, d_v)``, and with ``return_weights=True`` also the weights
+    ``(..., n_q, n_k)``, each row ≥ 0 and summing to 1.
+
+    ``mask``: bool, True = may attend (PyTorch's convention), or float,
+    added to the scaled scores (-inf allowed); broadcastable to
+    ``(..., n_q, n_k)``. ``causal=True`` lets query i see only keys j ≤ i and
+    combines with ``mask`` by AND. A query that may attend to no key at all
+    gets all-zero weights and an all-zero output row, never NaN.
+
+    Integer and bool inputs compute in float64; float16 computes in float32
+    and is returned as float16.
+
+    Lesson: ``notebooks/05_values.ipynb``.
+    """
+    if not isinstance(return_weights, (bool, np.bool_)):
+        raise TypeError(f"return_weights must be True or False, got {return_weights!r}.")
+    p = prepare(Q, K, V, mask, causal, scale)
+    out = np.zeros((*p.batch, p.n_q, p.d_v), dtype=p.work)
+    weights = np.zeros((*p.batch, p.n_q, p.n_k), dtype=p.work) if return_weights else None
+    if p.n_k and p.n_q:
+        rows = max(1, _TILE_ELEMENTS // max(1, p.n_k * int(np.prod(p.batch, dtype=np.int64))))
+        with np.errstate(all="ignore"):
+            for q0 in range(0, p.n_q, rows):
+                q1 = min(q0 + rows, p.n_q)
+                S = p.A[..., q0:q1, :] @ p.Bt
+                if p.masks.active:
+                    apply_mask(S, *p.masks.tile(q0, q1, 0, p.n_k))
+                stable_exp(S, p.bound)
+                total = np.sum(S, axis=-1, keepdims=True)
+                total[total == 0] = 1
+                # Normalising the (rows, d_v) output instead of the (rows, n_k)
+                # weights saves a pass over the larger array.
+                block = S @ p.V
+                block /= total
+                out[..., q0:q1, :] = block
+                if weights is not None:
+                    S /= total
+                    weights[..., q0:q1, :] = S
+    with np.errstate(all="ignore"):
+        out = out.astype(p.out, copy=False)
+        if weights is not None:
+            return out, weights.astype(p.out, copy=False)
+    return out

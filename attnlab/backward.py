@@ -1,0 +1,71 @@
+"""Gradients of softmax and of attention, derived by hand.
+
+Lesson: ``notebooks/07_does_scaling_matter.ipynb`` (training one attention
+layer in NumPy); the softmax Jacobian itself is in ``notebooks/04_softmax.ipynb``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._inputs import as_real_array, check_scale
+from .attention import attention
+
+
+def softmax_backward(p, grad_p) -> np.ndarray:
+    """Backpropagate through softmax along the last axis.
+
+    Formula: with ``p = softmax(x)`` and ``g = ∂L/∂p``,
+    ``∂L/∂x = Jᵀ g = p ⊙ (g − Σ_j g_j p_j)`` (J = diag(p) − p pᵀ is symmetric),
+    which never forms the n × n Jacobian.
+
+    Shapes: p and grad_p ``(..., n)`` → ``(..., n)``.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    p = as_real_array(p, "p")
+    g = as_real_array(grad_p, "grad_p")
+    if p.shape != g.shape:
+        raise ValueError(f"p has shape {p.shape} but grad_p has shape {g.shape}; they must match.")
+    return p * (g - np.sum(g * p, axis=-1, keepdims=True))
+
+
+def _sum_to_shape(grad: np.ndarray, shape: tuple) -> np.ndarray:
+    """Undo broadcasting: sum ``grad`` over the dimensions an input was stretched along."""
+    extra = grad.ndim - len(shape)
+    grad = grad.sum(axis=tuple(range(extra))) if extra else grad
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=stretched, keepdims=True) if stretched else grad
+
+
+def attention_backward(Q, K, V, grad_out, mask=None, *, causal=False, scale=None):
+    """Gradients of scaled dot-product attention with respect to Q, K and V.
+
+    Formula: with ``S = scale·Q Kᵀ (+ mask)``, ``P = softmax(S)``, ``O = P V``
+    and ``G = ∂L/∂O``::
+
+        ∂L/∂V = Pᵀ G
+        ∂L/∂P = G Vᵀ
+        ∂L/∂S = P ⊙ (∂L/∂P − rowsum(∂L/∂P ⊙ P))      (softmax_backward)
+        ∂L/∂Q = scale · ∂L/∂S K
+        ∂L/∂K = scale · (∂L/∂S)ᵀ Q
+
+    Shapes: as :func:`attnlab.attention`; ``grad_out`` has the output's shape
+    ``(..., n_q, d_v)``. Returns ``(dQ, dK, dV)`` with the shapes of Q, K and V
+    (gradients of broadcast inputs are summed over the broadcast dimensions).
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    out, P = attention(Q, K, V, mask, causal=causal, scale=scale, return_weights=True)
+    Q, K, V = (as_real_array(a, n) for a, n in ((Q, "Q"), (K, "K"), (V, "V")))
+    G = as_real_array(grad_out, "grad_out")
+    if G.shape != out.shape:
+        raise ValueError(f"grad_out has shape {G.shape} but the output has shape {out.shape}.")
+    scale = check_scale(scale, Q.shape[-1])
+    dV = np.swapaxes(P, -1, -2) @ G
+    dS = softmax_backward(P, G @ np.swapaxes(V, -1, -2))
+    dQ = scale * (dS @ K)
+    dK = scale * (np.swapaxes(dS, -1, -2) @ Q)
+    return (_sum_to_shape(dQ, Q.shape).astype(out.dtype, copy=False),
+            _sum_to_shape(dK, K.shape).astype(out.dtype, copy=False),
+            _sum_to_shape(dV, V.shape).astype(out.dtype, copy=False))

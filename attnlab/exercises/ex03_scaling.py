@@ -1,0 +1,189 @@
+"""Exercise ``entropy``: how spread out each row of softmax weights is, in nats.
+
+H(p) = -Σ_j p_j log p_j for each row, with 0 · log 0 = 0. The lesson uses it to
+measure how far softmax collapses onto one key when the scores are large.
+
+Lesson: ``notebooks/03_scaling.ipynb``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .arraycheck import ArrayCheck, Case
+from .inputs import generator
+from .mistakes import Mistake, softmax_rows
+from .registry import Exercise, register
+
+LESSON = "notebooks/03_scaling.ipynb"
+
+
+def entropy(p):
+    safe = np.where(p > 0, p, 1.0)  # log(1) = 0, so entries with p = 0 add exactly 0
+    return -(p * np.log(safe)).sum(axis=-1)  # one number per row, in nats
+
+
+# ---------------------------------------------------------------- checking
+
+
+def _plogp(p: np.ndarray, log=np.log) -> np.ndarray:
+    """p · log p entry by entry, with 0 · log 0 = 0 (the limit of x log x as x → 0)."""
+    p = np.asarray(p, dtype=np.float64)
+    return p * log(np.where(p > 0, p, 1.0))
+
+
+def reference_entropy(p) -> np.ndarray:
+    """Entropy in nats of each row of p (float64), with 0 · log 0 = 0."""
+    return -_plogp(p).sum(axis=-1)
+
+
+def cases() -> list[Case]:
+    # The square case comes first and has no zeros: there every slip of base, sign, axis
+    # or sum gives its own numbers and can be named before 0 · log 0 comes into play.
+    # Its columns don't sum to 1, so summing down the columns gives other numbers too.
+    rng = generator(303)
+    return [
+        Case(
+            "square p (3×3) without zeros",
+            {"p": np.array([[0.2, 0.3, 0.5], [0.7, 0.2, 0.1], [0.25, 0.25, 0.5]])},
+        ),
+        Case(
+            "p (3×4) with zeros: a one-hot row, a row with two zeros, a uniform row",
+            {"p": np.array([[0.0, 1.0, 0.0, 0.0], [0.5, 0.0, 0.5, 0.0], [0.25] * 4])},
+        ),
+        Case(
+            "p (2×5): more keys than rows",
+            {"p": np.array([[0.1, 0.2, 0.3, 0.15, 0.25], [0.6, 0.1, 0.1, 0.1, 0.1]])},
+        ),
+        Case(
+            "a single row of softmax weights, p (1×6)",
+            {"p": softmax_rows(np.round(rng.normal(scale=2.0, size=(1, 6)), 1))},
+        ),
+    ]
+
+
+_FORMULA = "H = `-(p * np.log(p)).sum(axis=-1)`, with entries where p = 0 counted as 0"
+
+_ZERO_FIX = (
+    "Replace the zeros before taking the log, e.g. `np.log(np.where(p > 0, p, 1.0))`: "
+    "log 1 = 0, so those entries add exactly 0, which is the right value of 0 · log 0 "
+    "(x log x goes to 0 as x goes to 0)."
+)
+
+MISTAKES = (
+    Mistake(
+        "Your entropy is NaN on the rows that contain a zero: 0 · log 0 came out as NaN, "
+        "because `np.log(0)` is -inf and 0 · (-inf) is NaN, which spoils the row's sum. "
+        "A weight of 0 contributes nothing to the entropy. "
+        + _ZERO_FIX,
+        lambda p: -(p * np.log(p)).sum(axis=-1),
+    ),
+    Mistake(
+        "Your entropy is negative: the minus sign is missing. log p ≤ 0 for probabilities, "
+        f"so -Σ p log p ≥ 0. {_FORMULA}.",
+        lambda p: _plogp(p).sum(axis=-1),
+    ),
+    Mistake(
+        "You used log base 2 (`np.log2`), which gives bits. This course measures entropy "
+        "in nats, with the natural log `np.log`, so that a uniform row of n entries has "
+        "entropy log(n), the reference line in the plots.",
+        lambda p: -_plogp(p, np.log2).sum(axis=-1),
+    ),
+    Mistake(
+        "You used log base 10 (`np.log10`). This course measures entropy in nats, with "
+        "the natural log `np.log`.",
+        lambda p: -_plogp(p, np.log10).sum(axis=-1),
+    ),
+    Mistake(
+        "You summed over the wrong axis (axis 0, down the columns). Each row of p is one "
+        "distribution, so sum along the last axis: `.sum(axis=-1)`.",
+        lambda p: -_plogp(p).sum(axis=0),
+    ),
+    Mistake(
+        "You summed over the whole array and got a single number; the result should have "
+        "one entropy per row: `.sum(axis=-1)`. (If you dropped the zeros with `p[p > 0]`: "
+        "that flattens a 2-D array into one long 1-D array, so the rows are lost. Use "
+        "`np.where` instead.)",
+        lambda p: -_plogp(p).sum(),
+    ),
+    Mistake(
+        "You kept the summed axis (`keepdims=True`), so you return shape (n_rows, 1). "
+        "Return one number per row, shape (n_rows,): sum with `.sum(axis=-1)` alone.",
+        lambda p: -_plogp(p).sum(axis=-1, keepdims=True),
+    ),
+    Mistake(
+        "You took the mean over each row instead of the sum: entropy adds up -p_j log p_j "
+        f"over all entries j. {_FORMULA}.",
+        lambda p: -_plogp(p).mean(axis=-1),
+    ),
+    Mistake(
+        "You summed -log p without weighting each term by p. Entropy is the average of "
+        f"-log p_j under the distribution p itself, so each term is -p_j log p_j. {_FORMULA}.",
+        lambda p: -np.log(p).sum(axis=-1),
+    ),
+)
+
+
+def _zero_rows_hint(got, want, inputs):
+    """Right on the rows without zeros, wrong on the rows with zeros: 0 · log 0 again."""
+    p = np.asarray(inputs["p"], dtype=np.float64)
+    if got.shape != want.shape or got.ndim != 1 or p.ndim != 2:
+        return None
+    has_zero = (p == 0).any(axis=-1)
+    if not has_zero.any():
+        return None
+    got = got.astype(np.float64)
+    ok = np.isclose(got, want, rtol=1e-4, atol=1e-6)
+    if ok[~has_zero].all() and not ok[has_zero].all():
+        return (
+            "Your entropy is right on the rows without zeros and wrong on the rows that "
+            "contain p = 0, so the 0 · log 0 entries are the trouble. "
+            + _ZERO_FIX
+            + " (With `np.log(p, where=p > 0)`, also pass `out=np.zeros_like(p)`: without "
+            "`out`, the skipped entries hold whatever happened to be in memory.)"
+        )
+    return None
+
+
+def _range_hint(got, want, inputs):
+    """Entropy of a row of n probabilities lies between 0 (one-hot) and log n (uniform)."""
+    p = np.asarray(inputs["p"], dtype=np.float64)
+    if got.shape != want.shape or got.ndim != 1:
+        return None
+    got = got.astype(np.float64)
+    if not np.isfinite(got).all():
+        return None
+    if (got < -1e-9).any():
+        return (
+            "Some of your entropies are negative, but -Σ p log p is never negative "
+            f"(every log p ≤ 0). Check the minus sign. {_FORMULA}."
+        )
+    if (got > np.log(p.shape[-1]) + 1e-6).any():
+        return (
+            f"Some of your entropies are larger than log(n) = {np.log(p.shape[-1]):.3f}, "
+            "the entropy of a uniform row of n entries, which no row can exceed. "
+            f"{_FORMULA}."
+        )
+    return None
+
+
+register(
+    Exercise(
+        id="entropy",
+        lesson=LESSON,
+        signature="entropy(p) -> one entropy in nats per row of a 2-D p, shape (n_rows,)",
+        checker=ArrayCheck(
+            name="entropy",
+            cases=cases,
+            reference=reference_entropy,
+            shape_rule="one entropy per row of p, shape (n_rows,)",
+            mistakes=MISTAKES,
+            hints=(_zero_rows_hint, _range_hint),
+            shape_hint=(
+                "p is (n_rows, n): compute p · log p entry by entry (shape (n_rows, n)), "
+                "then sum along the last axis, `.sum(axis=-1)`, for shape (n_rows,)."
+            ),
+        ),
+        solution=entropy,
+    )
+)

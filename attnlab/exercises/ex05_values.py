@@ -1,0 +1,254 @@
+"""Exercises ``attention`` and ``masked_attention``: softmax(Q Kᵀ / √d_k) V.
+
+Lesson: ``notebooks/05_values.ipynb``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..attention import attention as reference_attention
+from . import solutions
+from .arraycheck import ArrayCheck, Case
+from .inputs import generator, readable
+from .mistakes import (
+    Mistake,
+    blocked_to_minus_inf,
+    softmax_columns,
+    softmax_rows,
+    softmax_unnormalised,
+    softmax_unshifted,
+)
+from .registry import Exercise, register
+
+LESSON = "notebooks/05_values.ipynb"
+
+# Beyond this, exp overflows float64 (exp(710) = inf).
+_EXP_LIMIT = 709.0
+
+_SHAPES = (
+    "Q is (n_q, d_k), K is (n_k, d_k) and V is (n_k, d_v): the weights `softmax(Q @ K.T / "
+    "np.sqrt(d_k))` are (n_q, n_k), and `weights @ V` is (n_q, d_v)."
+)
+
+
+_UNNORMALISED = (
+    "Your softmax forgets to divide by the row sums, so each query's weights don't sum to 1: "
+    "`weights = e / e.sum(axis=-1, keepdims=True)`."
+)
+
+
+def _scaled(Q, K, divisor=None):
+    return Q @ K.T / (np.sqrt(Q.shape[-1]) if divisor is None else divisor)
+
+
+def _attention_cases(seed: int, with_mask: bool) -> list[Case]:
+    rng = generator(seed)
+    shapes = [
+        ("Q (2×3), K (4×3), V (4×5): 2 queries, 4 keys, d_k = 3, d_v = 5", 2, 4, 3, 5),
+        ("Q (4×2), K (3×2), V (3×6): more queries than keys", 4, 3, 2, 6),
+        ("Q (3×2), K (3×2), V (3×4): as many queries as keys", 3, 3, 2, 4),
+    ]
+    masks = [
+        np.array([[1, 0, 1, 0], [0, 0, 1, 1]], dtype=bool),
+        np.array([[1, 1, 0], [0, 1, 0], [1, 0, 1], [0, 1, 1]], dtype=bool),
+        np.array([[1, 0, 0], [1, 1, 0], [0, 1, 1]], dtype=bool),
+    ]
+    cases = []
+    for (label, n_q, n_k, d_k, d_v), mask in zip(shapes, masks, strict=True):
+        inputs = {"Q": readable(rng, n_q, d_k), "K": readable(rng, n_k, d_k)}
+        inputs["V"] = readable(rng, n_k, d_v)
+        if with_mask:
+            inputs["mask"] = mask
+        cases.append(Case(label, inputs))
+    # Scores up to ±800 overflow a plain exp. Entries are multiples of 10 and d_k = 4,
+    # so the scaled scores are exact even in float32.
+    Q = 10.0 * rng.integers(-4, 5, size=(3, 4))
+    K = 10.0 * rng.integers(-4, 5, size=(5, 4))
+    K[2] = [40.0, -40.0, 40.0, 40.0]
+    Q[0] = K[2]
+    big = {"Q": Q, "K": K, "V": readable(rng, 5, 2)}
+    if with_mask:
+        big["mask"] = np.array([[1, 0, 1, 1, 0], [0, 1, 0, 1, 1], [1, 1, 1, 0, 0]], dtype=bool)
+    cases.append(Case("large scores, up to 800: Q (3×4), K (5×4), V (5×2)", big))
+    return cases
+
+
+def attention_cases() -> list[Case]:
+    return _attention_cases(505, with_mask=False)
+
+
+def masked_attention_cases() -> list[Case]:
+    # Every row of every mask allows some keys and blocks some, so an ignored or
+    # inverted mask always changes the result.
+    return _attention_cases(515, with_mask=True)
+
+
+def _common_mistakes() -> tuple[Mistake, ...]:
+    """Mistakes possible in both exercises. Each takes (Q, K, V, mask=None)."""
+    m = blocked_to_minus_inf
+    return (
+        Mistake(
+            "You returned the attention weights softmax(Q Kᵀ / √d_k), shape (n_q, n_k), and "
+            "forgot the ·V: the output mixes the value vectors with those weights, "
+            "`weights @ V`, shape (n_q, d_v).",
+            lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K), mask)),
+        ),
+        Mistake(
+            "You returned the (unscaled) attention weights and forgot the ·V: the output "
+            "mixes the value vectors, `softmax(Q @ K.T / np.sqrt(d_k)) @ V`.",
+            lambda Q, K, V, mask=None: softmax_rows(m(Q @ K.T, mask)),
+        ),
+        Mistake(
+            "You forgot to scale: divide Q Kᵀ by √d_k before the softmax. Unscaled scores grow "
+            "with d_k and push the softmax towards one-hot weights, where it barely learns.",
+            lambda Q, K, V, mask=None: softmax_rows(m(Q @ K.T, mask)) @ V,
+        ),
+        Mistake(
+            "You divided the scores by d_k instead of √d_k (use `np.sqrt(d_k)`): a dot product "
+            "of d_k unit-variance terms has standard deviation √d_k.",
+            lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K, Q.shape[-1]), mask)) @ V,
+        ),
+        Mistake(
+            "You wrote `d_k ** 1/2`, which Python reads as `(d_k ** 1) / 2`: powers bind "
+            "tighter than division. Write `np.sqrt(d_k)`.",
+            lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K, Q.shape[-1] / 2), mask)) @ V,
+        ),
+        Mistake(
+            "You scaled by √n, the number of keys (`len(K)`), instead of √d_k. d_k is the "
+            "length of each query and key vector: `Q.shape[-1]`.",
+            lambda Q, K, V, mask=None: (
+                softmax_rows(m(_scaled(Q, K, np.sqrt(K.shape[0])), mask)) @ V
+            ),
+        ),
+        Mistake(
+            "You scaled by √n, the number of queries (`len(Q)`), instead of √d_k. d_k is the "
+            "length of each query and key vector: `Q.shape[-1]`.",
+            lambda Q, K, V, mask=None: (
+                softmax_rows(m(_scaled(Q, K, np.sqrt(Q.shape[0])), mask)) @ V
+            ),
+        ),
+        Mistake(
+            "You scaled by √d_v (`V.shape[-1]`) instead of √d_k. The scale belongs to the "
+            "dot products of queries with keys, so it is d_k = `Q.shape[-1]`.",
+            lambda Q, K, V, mask=None: (
+                softmax_rows(m(_scaled(Q, K, np.sqrt(V.shape[-1])), mask)) @ V
+            ),
+        ),
+        Mistake(
+            "Your softmax runs along the wrong axis (axis 0, over the queries), so each key's "
+            "column of weights sums to 1. Each query's row must sum to 1: softmax over the "
+            "last axis, `axis=-1`.",
+            lambda Q, K, V, mask=None: softmax_columns(m(_scaled(Q, K), mask)) @ V,
+        ),
+        Mistake(
+            "You skipped the softmax: the raw scaled scores are not weights. softmax turns "
+            "each query's row of scores into positive weights that sum to 1.",
+            lambda Q, K, V, mask=None: (
+                np.where(mask, _scaled(Q, K), 0.0) @ V if mask is not None else _scaled(Q, K) @ V
+            ),
+        ),
+        Mistake(
+            _UNNORMALISED,
+            lambda Q, K, V, mask=None: softmax_unnormalised(m(_scaled(Q, K), mask)) @ V,
+        ),
+        Mistake(_UNNORMALISED, lambda Q, K, V, mask=None: np.exp(m(_scaled(Q, K), mask)) @ V),
+        Mistake(
+            "You multiplied the weights by K instead of V. The keys only decide the weights; "
+            "the output mixes the value vectors: `weights @ V`.",
+            lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K), mask)) @ K,
+        ),
+        Mistake(
+            "Your output is transposed: it has one row per value feature. It should have one "
+            "row per query, (n_q, d_v): `weights @ V`, not `V.T @ weights.T`.",
+            lambda Q, K, V, mask=None: (softmax_rows(m(_scaled(Q, K), mask)) @ V).T,
+        ),
+        Mistake(
+            "Your attention overflows on large scores: exp(800) is inf, and inf / inf is NaN. "
+            "Subtract each row's maximum score before exp: that leaves the weights unchanged "
+            "(the factor exp(-max) cancels) and keeps every exponent ≤ 0.",
+            lambda Q, K, V, mask=None: softmax_unshifted(m(_scaled(Q, K), mask)) @ V,
+        ),
+    )
+
+
+MASK_MISTAKES = (
+    Mistake(
+        "Your masked attention ignores the mask: blocked keys still get weight. Set their "
+        "scores to -inf before the softmax, `np.where(mask, S, -np.inf)`, so exp gives them 0.",
+        lambda Q, K, V, mask: softmax_rows(_scaled(Q, K)) @ V,
+    ),
+    Mistake(
+        'Your mask is inverted: you blocked the keys marked True. Here True means "may '
+        "attend\" (PyTorch's convention), so keep the scores where mask is True: "
+        "`np.where(mask, S, -np.inf)`.",
+        lambda Q, K, V, mask: softmax_rows(np.where(mask, -np.inf, _scaled(Q, K))) @ V,
+    ),
+    Mistake(
+        "You set the blocked scores to 0 instead of -inf (e.g. `S * mask`). exp(0) = 1, so "
+        "blocked keys still get weight; `np.where(mask, S, -np.inf)` gives them exp(-inf) = 0.",
+        lambda Q, K, V, mask: softmax_rows(_scaled(Q, K) * mask) @ V,
+    ),
+    Mistake(
+        "You zeroed the blocked weights after the softmax, so the rows no longer sum to 1. "
+        "Mask the scores before the softmax instead (set them to -inf): the softmax then "
+        "shares all of each row's weight among the allowed keys.",
+        lambda Q, K, V, mask: (softmax_rows(_scaled(Q, K)) * mask) @ V,
+    ),
+    Mistake(
+        "You added the bool mask to the scores: that adds 1 to the allowed scores and blocks "
+        "nothing. Use `np.where(mask, S, -np.inf)`.",
+        lambda Q, K, V, mask: softmax_rows(_scaled(Q, K) + mask) @ V,
+    ),
+)
+
+
+def _overflow_hint(got, want, inputs):
+    if np.isfinite(got.astype(np.float64)).all():
+        return None
+    if np.abs(_scaled(inputs["Q"], inputs["K"])).max() > _EXP_LIMIT:
+        return (
+            "Your attention returned NaN or inf for large scores: exp(800) overflows to inf. "
+            "Subtract each row's maximum score before exp: that leaves the weights unchanged "
+            "and keeps every exponent ≤ 0."
+        )
+    return None
+
+
+register(
+    Exercise(
+        id="attention",
+        lesson=LESSON,
+        signature="attention(Q, K, V) -> softmax(Q Kᵀ / √d_k) V, shape (n_q, d_v)",
+        checker=ArrayCheck(
+            name="attention",
+            cases=attention_cases,
+            reference=reference_attention,
+            shape_rule="one row per query and one column per value feature, (n_q, d_v)",
+            mistakes=_common_mistakes(),
+            hints=(_overflow_hint,),
+            shape_hint=_SHAPES,
+        ),
+        solution=solutions.attention,
+    ),
+    Exercise(
+        id="masked_attention",
+        lesson=LESSON,
+        signature=(
+            "masked_attention(Q, K, V, mask) -> attention where only keys with mask True "
+            "count, shape (n_q, d_v)"
+        ),
+        checker=ArrayCheck(
+            name="masked_attention",
+            cases=masked_attention_cases,
+            reference=reference_attention,
+            shape_rule="one row per query and one column per value feature, (n_q, d_v)",
+            mistakes=MASK_MISTAKES + _common_mistakes(),
+            hints=(_overflow_hint,),
+            shape_hint=_SHAPES,
+            # The mask is what most mistakes here are about; Q, K and V are too big to read.
+            shown_inputs=("mask",),
+        ),
+        solution=solutions.masked_attention,
+    ),
+)

@@ -1,0 +1,296 @@
+"""Lesson 03: what large scores do to softmax, and why the divisor is exactly √d_k.
+
+Experiments (NumPy only) and the lesson's figures for ``notebooks/03_scaling.ipynb``.
+A "score row" is one query compared with ``n_keys`` keys: ``s_j = q · k_j`` with
+every entry of q and k drawn independently from N(0, 1), so each score has mean 0
+and variance d_k. Every experiment takes a seed, so its numbers are the same on
+every run. Matplotlib is imported only by the figure functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._inputs import as_real_array, compute_dtype
+from ..softmax import softmax, softmax_jacobian
+
+# Key dimensions the experiments sweep: 1, 2, 4, ..., 1024.
+DK_GRID = 2 ** np.arange(11)
+
+# The divisors d_k^p of the "why exactly √d_k?" experiment.
+POWERS = (1 / 3, 1 / 2, 2 / 3)
+POWER_NAMES = ("1/3", "1/2", "2/3")
+
+# Legend labels of the two curves every comparison draws.
+RAW = r"raw scores $q\cdot k$"
+SCALED = r"scaled $q\cdot k\,/\sqrt{d_k}$"
+
+# Rows are drawn this many at a time, so that d_k = 1024 needs only a few MB.
+_CHUNK = 100
+
+
+# ------------------------------------------------------------------- math
+
+
+def entropy(p, axis=-1) -> np.ndarray:
+    """Entropy in nats of the probability rows of ``p``.
+
+    Formula: ``H(p) = -Σ_j p_j log p_j``, with the convention ``0 · log 0 = 0``
+    (the limit of x log x as x → 0), so zero weights add nothing and no NaN
+    appears. H is 0 for a one-hot row and log(n) for a uniform row of n entries.
+
+    Shapes: ``p (..., n)`` → ``(...)`` (the axis ``axis`` is summed away).
+
+    Lesson: ``notebooks/03_scaling.ipynb``.
+    """
+    p = as_real_array(p, "p")
+    if p.ndim == 0:
+        raise ValueError("p must have at least one dimension (a row of probabilities).")
+    if not np.isfinite(p).all():
+        raise ValueError("p contains NaN or inf; it should hold probabilities.")
+    if (p < 0).any():
+        raise ValueError("p has negative entries; probabilities are never negative.")
+    work, out = compute_dtype(p)
+    p = p.astype(work, copy=False)
+    # log(1) = 0, so the entries with p = 0 contribute exactly 0 and log never sees a 0.
+    logs = np.log(np.where(p > 0, p, 1.0))
+    return (-(p * logs).sum(axis=axis)).astype(out, copy=False)
+
+
+def random_score_rows(d_k: int, n_keys: int = 16, n_rows: int = 400, seed: int = 0):
+    """Raw scores of ``n_rows`` independent queries, each against its own ``n_keys`` keys.
+
+    Formula: ``S[r, j] = q_r · k_{r,j}`` with every entry of q and k ~ N(0, 1), so
+    each score has mean 0 and variance d_k (lesson 02).
+
+    Shapes: → ``(n_rows, n_keys)``.
+
+    Lesson: ``notebooks/03_scaling.ipynb``.
+    """
+    rng = np.random.default_rng(seed)
+    S = np.empty((n_rows, n_keys))
+    for start in range(0, n_rows, _CHUNK):
+        m = min(_CHUNK, n_rows - start)
+        q = rng.standard_normal((m, d_k, 1))
+        K = rng.standard_normal((m, n_keys, d_k))
+        S[start : start + m] = (K @ q)[..., 0]
+    return S
+
+
+def largest_jacobian_entry(p) -> np.ndarray:
+    """The largest |entry| of the softmax Jacobian ``J = diag(p) − p pᵀ`` of each row of p.
+
+    It measures how strongly the weights react to a small change of the scores:
+    near 0, the gradient flowing back through this softmax is near 0 too.
+
+    Shapes: ``p (..., n)`` → ``(...)``.
+
+    Lesson: ``notebooks/03_scaling.ipynb`` (the Jacobian is derived in lesson 04).
+    """
+    return np.abs(softmax_jacobian(p)).max(axis=(-2, -1))
+
+
+def gap_sweep(gaps, n_keys: int = 16):
+    """Largest weight and entropy of ``softmax([g, 0, ..., 0])`` for each gap g.
+
+    One score pulls ahead of ``n_keys − 1`` equal ones by g.
+
+    Shapes: ``gaps (m,)`` → ``(max_weight (m,), entropy (m,))``.
+
+    Lesson: ``notebooks/03_scaling.ipynb``.
+    """
+    gaps = np.asarray(gaps, dtype=float)
+    rows = np.zeros((gaps.size, n_keys))
+    rows[:, 0] = gaps
+    p = softmax(rows)
+    return p.max(axis=-1), entropy(p)
+
+
+@dataclass(frozen=True)
+class Saturation:
+    """Typical softmax rows of random scores, raw and divided by √d_k, for each d_k.
+
+    Each array has one entry per d_k in ``d_ks``: the mean largest weight, the mean
+    entropy (nats) and the median largest |Jacobian entry| over the rows.
+    """
+
+    d_ks: np.ndarray
+    n_keys: int
+    n_rows: int
+    score_std: np.ndarray
+    max_weight_raw: np.ndarray
+    max_weight_scaled: np.ndarray
+    entropy_raw: np.ndarray
+    entropy_scaled: np.ndarray
+    jacobian_raw: np.ndarray
+    jacobian_scaled: np.ndarray
+
+    def at(self, d_k: int) -> dict:
+        """The numbers measured for one d_k of the grid, by name."""
+        i = int(np.flatnonzero(self.d_ks == d_k)[0])
+        names = ("score_std", "max_weight_raw", "max_weight_scaled", "entropy_raw",
+                 "entropy_scaled", "jacobian_raw", "jacobian_scaled")
+        return {name: float(getattr(self, name)[i]) for name in names}
+
+
+def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 400, seed: int = 3):
+    """Measure how far softmax saturates on random score rows, raw and scaled, per d_k.
+
+    For each d_k: ``n_rows`` rows from :func:`random_score_rows`, then softmax of S
+    (raw) and of S / √d_k (scaled). Returns a :class:`Saturation`.
+
+    Lesson: ``notebooks/03_scaling.ipynb``.
+    """
+    d_ks = np.asarray(d_ks, dtype=int)
+    stats = {k: [] for k in ("std", "mr", "ms", "hr", "hs", "jr", "js")}
+    for i, d_k in enumerate(d_ks):
+        S = random_score_rows(int(d_k), n_keys, n_rows, seed=seed + i)
+        raw, scaled = softmax(S), softmax(S / np.sqrt(d_k))
+        stats["std"].append(S.std())
+        stats["mr"].append(raw.max(axis=-1).mean())
+        stats["ms"].append(scaled.max(axis=-1).mean())
+        stats["hr"].append(entropy(raw).mean())
+        stats["hs"].append(entropy(scaled).mean())
+        # The median: a typical row. A few rows with two near-equal top scores keep a
+        # large Jacobian and would dominate a mean.
+        stats["jr"].append(np.median(largest_jacobian_entry(raw)))
+        stats["js"].append(np.median(largest_jacobian_entry(scaled)))
+    a = {k: np.array(v) for k, v in stats.items()}
+    return Saturation(d_ks, n_keys, n_rows, a["std"], a["mr"], a["ms"], a["hr"], a["hs"],
+                      a["jr"], a["js"])
+
+
+def power_variances(d_ks=DK_GRID, powers=POWERS, n_samples: int = 4000, seed: int = 5):
+    """Monte-Carlo variance of ``q · k / d_k^p`` for each power p and each d_k.
+
+    Prediction: ``Var(q·k / d_k^p) = Var(q·k) / d_k^(2p) = d_k^(1 − 2p)``.
+
+    Shapes: → ``(len(powers), len(d_ks))``.
+
+    Lesson: ``notebooks/03_scaling.ipynb``.
+    """
+    rng = np.random.default_rng(seed)
+    d_ks = np.asarray(d_ks, dtype=int)
+    out = np.empty((len(powers), d_ks.size))
+    for j, d_k in enumerate(d_ks):
+        q = rng.standard_normal((n_samples, d_k))
+        k = rng.standard_normal((n_samples, d_k))
+        dots = np.einsum("sd,sd->s", q, k)
+        for i, p in enumerate(powers):
+            out[i, j] = np.var(dots / float(d_k) ** p)
+    return out
+
+
+# ---------------------------------------------------------------- figures
+
+
+def _pyplot():
+    import matplotlib.pyplot as plt
+
+    from .. import plots
+
+    return plt, plots
+
+
+def plot_softmax_rows(weights, row_labels, *, title="softmax of each row"):
+    """The softmax weights of a few rows as one strip each (darker = more weight)."""
+    plt, plots = _pyplot()
+    weights = np.asarray(weights, dtype=float)
+    fig, ax = plt.subplots(figsize=(6.0, 0.6 + 0.55 * len(weights)), layout="constrained")
+    plots.heatmap(weights, ax, row_labels=row_labels, cmap=plots.STRIP_CMAP, vmin=0.0,
+                  vmax=1.0, fmt="{:.4f}", title=title, xlabel="key", ylabel="scores",
+                  colorbar=False)
+    return fig
+
+
+def plot_gap_sweep(gaps, max_weight, ent, n_keys: int):
+    """Largest weight and entropy of softmax([g, 0, ..., 0]) against the gap g."""
+    plt, plots = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 3.0), layout="constrained")
+    left.plot(gaps, max_weight, color=plots.ACCENT, lw=2)
+    left.axhline(1.0, color="grey", ls=":", lw=1)
+    left.axhline(1 / n_keys, color="grey", ls="--", lw=1, label=f"uniform: 1/{n_keys}")
+    left.set(title="largest weight", xlabel="gap g between the top score and the rest",
+             ylabel="weight", ylim=(0, 1.05))
+    left.legend(fontsize=8, loc="center right")
+    right.plot(gaps, ent, color=plots.SECOND, lw=2)
+    right.axhline(np.log(n_keys), color="grey", ls="--", lw=1,
+                  label=f"uniform: log {n_keys} (maximum)")
+    right.set(title="entropy", xlabel="gap g between the top score and the rest",
+              ylabel="entropy (nats)", ylim=(0, np.log(n_keys) * 1.1))
+    right.legend(fontsize=8, loc="upper right")
+    fig.suptitle(f"softmax([g, 0, ..., 0]) over {n_keys} keys")
+    return fig
+
+
+def plot_saturation(sat: Saturation):
+    """Mean largest weight and mean entropy against d_k, raw scores versus scores ÷ √d_k."""
+    plt, plots = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 3.2), layout="constrained")
+    style = {"marker": "o", "ms": 4, "lw": 2}
+    left.plot(sat.d_ks, sat.max_weight_raw, color=plots.SECOND, label=RAW, **style)
+    left.plot(sat.d_ks, sat.max_weight_scaled, color=plots.ACCENT, label=SCALED, **style)
+    left.axhline(1.0, color="grey", ls=":", lw=1, label="one-hot")
+    left.set(title="mean largest weight", ylabel="weight", ylim=(0, 1.05))
+    right.plot(sat.d_ks, sat.entropy_raw, color=plots.SECOND, label=RAW, **style)
+    right.plot(sat.d_ks, sat.entropy_scaled, color=plots.ACCENT, label=SCALED, **style)
+    right.axhline(np.log(sat.n_keys), color="grey", ls="--", lw=1,
+                  label=f"uniform: log {sat.n_keys}")
+    right.set(title="mean entropy", ylabel="entropy (nats)",
+              ylim=(0, np.log(sat.n_keys) * 1.1))
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("$d_k$ (log scale)")
+        ax.legend(fontsize=8, loc="center right")
+    fig.suptitle(f"{sat.n_rows} random score rows of {sat.n_keys} keys for each $d_k$")
+    return fig
+
+
+def plot_power_variances(d_ks, variances, powers=POWERS, names=POWER_NAMES):
+    """Measured variance of q·k / d_k^p (dots) against the prediction d_k^(1−2p) (lines)."""
+    plt, plots = _pyplot()
+    d_ks = np.asarray(d_ks, dtype=float)
+    fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
+    predicted = {"1/3": "d_k^{1/3}", "1/2": "d_k^{0} = 1", "2/3": "d_k^{-1/3}"}
+    for p, name, var, colour in zip(powers, names, variances,
+                                    (plots.SECOND, plots.ACCENT, plots.THIRD), strict=True):
+        line = predicted.get(name, f"d_k^{{{1 - 2 * p:.2g}}}")
+        ax.plot(d_ks, d_ks ** (1 - 2 * p), color=colour, lw=1.5,
+                label=f"÷ $d_k^{{{name}}}$: predicted ${line}$")
+        ax.plot(d_ks, var, "o", color=colour, ms=5, label=f"÷ $d_k^{{{name}}}$: measured")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set(title=r"variance of $q\cdot k\,/\,d_k^{\,p}$ (lines: prediction, dots: measured)",
+           xlabel="$d_k$ (log scale)", ylabel="variance (log scale)")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return fig
+
+
+def plot_temperatures(scores, taus, labels):
+    """One row of scores through softmax(s / τ) for several temperatures τ, one strip each."""
+    plt, plots = _pyplot()
+    weights = np.stack([softmax(np.asarray(scores, float) / tau) for tau in taus])
+    fig, ax = plt.subplots(figsize=(7.0, 0.6 + 0.55 * len(taus)), layout="constrained")
+    plots.heatmap(weights, ax, row_labels=labels, cmap=plots.STRIP_CMAP, vmin=0.0, vmax=1.0,
+                  title="softmax(s / τ) of one score row", xlabel="key", ylabel="temperature",
+                  colorbar=False)
+    return fig
+
+
+def plot_jacobian(sat: Saturation):
+    """Median largest |entry| of the softmax Jacobian against d_k, raw versus scaled."""
+    plt, plots = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.0, 3.4), layout="constrained")
+    style = {"marker": "o", "ms": 4, "lw": 2}
+    ax.plot(sat.d_ks, sat.jacobian_raw, color=plots.SECOND, label=RAW, **style)
+    ax.plot(sat.d_ks, sat.jacobian_scaled, color=plots.ACCENT, label=SCALED, **style)
+    # p_i (1 − p_i) is largest, 1/4, at p_i = 1/2: no entry of J can be larger.
+    ax.axhline(0.25, color="grey", ls="--", lw=1, label="largest possible, 1/4")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set(title="how strongly the weights react: median largest |J_ij|",
+           xlabel="$d_k$ (log scale)", ylabel="largest |entry| of J (log scale)")
+    ax.legend(fontsize=8, loc="lower left")
+    return fig

@@ -1,0 +1,172 @@
+"""Figures and small tools for the ·V lesson: convex hulls and labelled stage heatmaps.
+
+The attention output ``z_i = Σ_j A_ij v_j`` has weights ``A_ij ≥ 0`` that sum
+to 1, so it is a convex combination of the value rows. ``convex_hull`` and
+``inside_hull`` let the lesson check that in 2-D; the figure functions only
+draw numbers that the notebook computed in the cell that calls them.
+
+Lesson: ``notebooks/05_values.ipynb``.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import Polygon
+
+from .. import plots
+
+
+def _cross(o, a, b) -> float:
+    """z-component of (a - o) × (b - o): > 0 when o → a → b turns left (counter-clockwise)."""
+    return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+
+def convex_hull(points) -> np.ndarray:
+    """Corners of the smallest convex polygon holding every point (Andrew's monotone chain).
+
+    Sort the points by x (then y); walk left to right building the lower edge
+    and right to left building the upper edge, dropping the last corner
+    whenever it would make a clockwise (or straight) turn.
+
+    Shapes: ``points`` (n, 2) → (h, 2), the h corners in counter-clockwise
+    order, first corner not repeated.
+
+    Lesson: ``notebooks/05_values.ipynb``.
+    """
+    pts = np.asarray(points, dtype=float)
+    if pts.ndim != 2 or pts.shape[1] != 2:
+        raise ValueError(f"points must have shape (n, 2), got {pts.shape}.")
+    ordered = sorted(set(map(tuple, pts)))
+    if len(ordered) <= 2:
+        return np.array(ordered, dtype=float).reshape(-1, 2)
+
+    def half(seq):
+        chain: list = []
+        for p in seq:
+            while len(chain) >= 2 and _cross(chain[-2], chain[-1], p) <= 0:
+                chain.pop()
+            chain.append(p)
+        return chain
+
+    lower, upper = half(ordered), half(reversed(ordered))
+    # Each half ends where the other starts; drop those repeated corners.
+    return np.array(lower[:-1] + upper[:-1], dtype=float)
+
+
+def inside_hull(points, hull, tol: float = 1e-12) -> np.ndarray:
+    """Whether each point lies in the convex polygon ``hull`` (edges included).
+
+    A point is inside a counter-clockwise convex polygon exactly when it is on
+    the left of (or on) every edge: every cross product is ≥ 0.
+
+    Shapes: ``points`` (m, 2), ``hull`` (h, 2) from :func:`convex_hull` → bool (m,).
+
+    Lesson: ``notebooks/05_values.ipynb``.
+    """
+    pts = np.asarray(points, dtype=float).reshape(-1, 2)
+    a = np.asarray(hull, dtype=float)
+    b = np.roll(a, -1, axis=0)
+    edge = b - a  # (h, 2)
+    rel = pts[:, None, :] - a[None, :, :]  # (m, h, 2)
+    cross = edge[None, :, 0] * rel[..., 1] - edge[None, :, 1] * rel[..., 0]
+    return np.all(cross >= -tol, axis=1)
+
+
+def hull_picture(V, outputs: dict, labels=None, ax=None, title=""):
+    """Value rows as labelled points, their convex hull as a polygon, outputs as dots.
+
+    ``V``: (n, 2) value rows. ``outputs``: {legend label: (m, 2) output rows},
+    e.g. one entry per temperature. Returns the axes.
+
+    Lesson: ``notebooks/05_values.ipynb``.
+    """
+    V = np.asarray(V, dtype=float)
+    labels = labels if labels is not None else [f"v{j}" for j in range(len(V))]
+    ax = plots.axes(ax, figsize=(5.6, 4.4))
+    hull = convex_hull(V)
+    ax.add_patch(Polygon(hull, closed=True, facecolor="0.92", edgecolor="0.35", lw=1.2,
+                         label="convex hull of the value rows", zorder=0))
+    colours = [plots.SECOND, plots.ACCENT, plots.THIRD, "0.4"]
+    for (name, Z), colour in zip(outputs.items(), colours, strict=False):
+        Z = np.asarray(Z, dtype=float).reshape(-1, 2)
+        ax.scatter(Z[:, 0], Z[:, 1], s=10, color=colour, alpha=0.7, label=name, zorder=2)
+    ax.scatter(V[:, 0], V[:, 1], s=60, marker="D", color="black", zorder=3, label="value rows")
+    for (x, y), text in zip(V, labels, strict=True):
+        ax.annotate(text, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=10,
+                    fontweight="bold", zorder=4,
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
+    pad = 0.15 * float(np.ptp(V, axis=0).max() or 1.0)
+    ax.set_xlim(V[:, 0].min() - pad, V[:, 0].max() + pad)
+    ax.set_ylim(V[:, 1].min() - pad, V[:, 1].max() + 2.5 * pad)
+    ax.set_aspect("equal")
+    ax.set_xlabel("value feature 0")
+    ax.set_ylabel("value feature 1")
+    ax.set_title(title)
+    ax.legend(loc="upper left", fontsize=7, ncols=2, framealpha=0.9)
+    return ax
+
+
+def stage_grid(stages: dict, labels, *, col_labels=None, figsize=(10, 7.2)):
+    """A 2×2 grid of labelled heatmaps, one per stage of the computation.
+
+    ``stages``: four {title: matrix} entries, in reading order; the first three
+    are (n_q, n_k) (scores, scaled scores, weights), the last (n_q, d_v), the
+    output. ``labels`` names the tokens (queries down, keys across);
+    ``col_labels`` names the output's columns. Signed stages share one colour
+    scale so raw and scaled scores can be compared by colour. Returns the figure.
+
+    Lesson: ``notebooks/05_values.ipynb``.
+    """
+    if len(stages) != 4:
+        raise ValueError(f"stage_grid draws exactly 4 stages, got {len(stages)}.")
+    fig, axs = plt.subplots(2, 2, figsize=figsize, layout="constrained")
+    items = list(stages.items())
+    score_lim = max(float(np.abs(M).max()) for _, M in items[:2]) or 1.0
+    for ax, (title, M), k in zip(axs.ravel(), items, range(4), strict=True):
+        M = np.asarray(M, dtype=float)
+        if k < 2:
+            plots.heatmap(M, ax, row_labels=labels, col_labels=labels, title=title,
+                          cmap=plots.SIGNED_CMAP, vmin=-score_lim, vmax=score_lim)
+        elif k == 2:
+            plots.heatmap(M, ax, row_labels=labels, col_labels=labels, title=title,
+                          vmin=0.0, vmax=1.0)
+        else:
+            cols = col_labels if col_labels is not None else range(M.shape[1])
+            lim = float(np.abs(M).max()) or 1.0  # centred, so white means 0
+            plots.heatmap(M, ax, row_labels=labels, col_labels=cols, title=title,
+                          xlabel="value feature", ylabel="query", cmap=plots.SIGNED_CMAP,
+                          vmin=-lim, vmax=lim)
+    return fig
+
+
+def matrices_row(mats: dict, row_labels, col_labels: dict | None = None, *, weights=(),
+                 figsize=(11, 2.8)):
+    """Several small labelled heatmaps side by side, e.g. X, V, weights, output.
+
+    ``mats``: {title: matrix}, each with one row per token (``row_labels``).
+    ``col_labels``: {title: column labels} for the matrices that have them.
+    Titles listed in ``weights`` are drawn on the 0..1 weights scale with
+    tokens across; the others on a signed scale centred on 0 (white = 0), their
+    columns called "dimension" unless they have labels. Returns the figure.
+
+    Lesson: ``notebooks/05_values.ipynb``.
+    """
+    col_labels = col_labels or {}
+    fig, axs = plt.subplots(1, len(mats), figsize=figsize, layout="constrained")
+    for ax, (title, M) in zip(np.atleast_1d(axs), mats.items(), strict=True):
+        M = np.asarray(M, dtype=float)
+        if title in weights:
+            plots.heatmap(M, ax, row_labels=row_labels, col_labels=row_labels, title=title,
+                          vmin=0.0, vmax=1.0, colorbar=False)
+        else:
+            lim = float(np.abs(M).max()) or 1.0
+            named = col_labels.get(title) is not None
+            plots.heatmap(M, ax, row_labels=row_labels, col_labels=col_labels.get(title),
+                          title=title, xlabel="feature" if named else "dimension",
+                          ylabel="token", cmap=plots.SIGNED_CMAP, vmin=-lim, vmax=lim,
+                          colorbar=False, fmt="{:.2g}")
+        if col_labels.get(title) is not None and max(map(len, col_labels[title])) > 4:
+            ax.tick_params(axis="x", labelrotation=30)
+    return fig
+

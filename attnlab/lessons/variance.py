@@ -1,0 +1,221 @@
+"""Monte-Carlo experiments and figures for the lesson on why dot products grow.
+
+Random queries and keys with independent, zero-mean entries give dot products
+q·k whose variance is σ_q² σ_k² d_k. The functions here draw such dot products
+(vectorised, in chunks so memory stays small), measure their variances, and
+draw the lesson's figures with the course's look (``attnlab.plots``).
+
+Lesson: ``notebooks/02_variance.ipynb`` (the widget ``variance_explorer`` uses
+the same samples).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+# Components with mean 0 and variance 1: the lesson shows Var(q·k) = d_k for each.
+DISTRIBUTIONS = ("normal", "uniform", "rademacher")
+DISTRIBUTION_LABELS = {
+    "normal": "normal N(0, 1)",
+    "uniform": "uniform on [-√3, √3]",
+    "rademacher": "±1 with equal chance",
+}
+
+# About this many numbers are drawn at once (8 MB of float64 per matrix), so that
+# 20 000 samples at d_k = 512 never hold two 80 MB matrices in memory.
+_CHUNK_ENTRIES = 2**20
+
+
+def unit_components(shape, rng: np.random.Generator, dist: str = "normal") -> np.ndarray:
+    """Independent random numbers with mean 0 and variance 1, as a float64 array of ``shape``.
+
+    ``dist`` is ``"normal"`` (standard normal), ``"uniform"`` (uniform on [-√3, √3],
+    whose variance is (2√3)²/12 = 1) or ``"rademacher"`` (-1 or +1 with probability 1/2).
+
+    Lesson: ``notebooks/02_variance.ipynb``.
+    """
+    if dist == "normal":
+        return rng.standard_normal(shape)
+    if dist == "uniform":
+        edge = np.sqrt(3.0)
+        return rng.uniform(-edge, edge, shape)
+    if dist == "rademacher":
+        return rng.integers(0, 2, shape).astype(np.float64) * 2.0 - 1.0
+    raise ValueError(f"dist must be one of {', '.join(map(repr, DISTRIBUTIONS))}, got {dist!r}.")
+
+
+def dot_product_samples(
+    d_k: int,
+    n: int,
+    rng: np.random.Generator,
+    dist: str = "normal",
+    *,
+    sigma_q: float = 1.0,
+    sigma_k: float = 1.0,
+) -> np.ndarray:
+    """``n`` independent dot products q·k of random vectors of length ``d_k``.
+
+    Formula: each sample is ``Σ_i q_i k_i`` with every q_i = σ_q·X and k_i = σ_k·Y,
+    X and Y drawn independently by :func:`unit_components` (mean 0, variance 1), so
+    in theory ``Var(q·k) = σ_q² σ_k² d_k``.
+
+    Shapes: returns a float64 array of shape ``(n,)``. Rows are drawn in chunks,
+    so memory stays near 16 MB whatever ``d_k`` and ``n``.
+
+    Lesson: ``notebooks/02_variance.ipynb``.
+    """
+    d_k, n = int(d_k), int(n)
+    if d_k < 1 or n < 1:
+        raise ValueError(f"d_k and n must be at least 1, got d_k={d_k} and n={n}.")
+    out = np.empty(n)
+    rows = max(1, _CHUNK_ENTRIES // d_k)
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        q = sigma_q * unit_components((stop - start, d_k), rng, dist)
+        k = sigma_k * unit_components((stop - start, d_k), rng, dist)
+        out[start:stop] = np.einsum("ij,ij->i", q, k)  # one dot product per row pair
+    return out
+
+
+def samples_by_dk(
+    d_ks: Iterable[int], n: int, rng: np.random.Generator, dist: str = "normal", **sigmas
+) -> dict[int, np.ndarray]:
+    """``{d_k: dot_product_samples(d_k, n, rng, dist)}`` for every d_k, in the given order.
+
+    Lesson: ``notebooks/02_variance.ipynb``; also the widget ``variance_explorer``.
+    """
+    return {int(d): dot_product_samples(d, n, rng, dist, **sigmas) for d in d_ks}
+
+
+def measured_variances(
+    d_ks: Iterable[int] | Mapping[int, np.ndarray],
+    n: int | None = None,
+    rng: np.random.Generator | None = None,
+    dist: str = "normal",
+    *,
+    scale: bool = False,
+    **sigmas,
+) -> np.ndarray:
+    """The sample variance of q·k for each d_k (of q·k / √d_k when ``scale``).
+
+    Pass either d_k values with ``n`` and ``rng`` (samples are drawn with
+    :func:`dot_product_samples`), or a mapping ``{d_k: samples}`` from
+    :func:`samples_by_dk` to measure samples drawn already.
+
+    Shapes: returns a float64 array with one variance per d_k.
+
+    Lesson: ``notebooks/02_variance.ipynb``.
+    """
+    if isinstance(d_ks, Mapping):
+        samples = {int(d): np.asarray(s, dtype=float) for d, s in d_ks.items()}
+    else:
+        if n is None or rng is None:
+            raise ValueError("measured_variances needs n and rng to draw new samples.")
+        samples = samples_by_dk(d_ks, n, rng, dist, **sigmas)
+    # ddof=1: the unbiased sample variance; with 20 000 samples the choice hardly shows.
+    return np.array(
+        [np.var(s / np.sqrt(d) if scale else s, ddof=1) for d, s in samples.items()]
+    )
+
+
+# --- figures --------------------------------------------------------------------------------
+
+
+def plot_variance_vs_dk(
+    d_ks: Sequence[int],
+    series: Mapping[str, Sequence[float]],
+    ax=None,
+    *,
+    theory: Mapping[str, Sequence[float]] | None = None,
+    title: str = "Measured variance of q·k",
+    ylabel: str = "variance",
+):
+    """Measured variances (points) against d_k on log-log axes, with the theory as lines.
+
+    ``series`` maps a label to one measured variance per d_k; ``theory`` maps a label
+    to one predicted variance per d_k (default: ``{"theory: Var = d_k": d_ks}``),
+    drawn as dashed lines. Returns the axes.
+
+    Lesson: ``notebooks/02_variance.ipynb``.
+    """
+    from attnlab import plots
+
+    ax = plots.axes(ax, figsize=(5.4, 3.6))
+    d = np.asarray(d_ks, dtype=float)
+    if theory is None:
+        theory = {"theory: Var = d_k": d}
+    for (label, values), style in zip(theory.items(), ["--", ":", "-."] * 3, strict=False):
+        ax.plot(d, np.asarray(values, dtype=float), color="0.35", linestyle=style,
+                linewidth=1.2, label=label, zorder=1)
+    # A filled circle, an open square and a cross stay distinguishable when they overlap.
+    markers = [
+        {"color": plots.ACCENT, "marker": "o", "markersize": 8, "alpha": 0.8},
+        {"color": plots.SECOND, "marker": "s", "markersize": 7, "markerfacecolor": "none",
+         "markeredgewidth": 1.5},
+        {"color": plots.THIRD, "marker": "x", "markersize": 6, "markeredgewidth": 1.5},
+    ]
+    shown = [np.asarray(v, dtype=float) for v in [*series.values(), *theory.values()]]
+    for (label, values), style in zip(series.items(), markers * 3, strict=False):
+        ax.plot(d, np.asarray(values, dtype=float), linestyle="none", label=label, zorder=2,
+                **style)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xticks(d, [f"{v:g}" for v in d])
+    # Plain numbers on the y-axis too: powers of two, at most about six of them.
+    lo = np.floor(np.log2(min(float(v.min()) for v in shown)))
+    hi = np.ceil(np.log2(max(float(v.max()) for v in shown)))
+    step = max(1, int(np.ceil((hi - lo) / 6)))
+    ticks = 2.0 ** np.array([e for e in range(int(lo), int(hi) + 1) if e % step == 0])
+    ax.set_yticks(ticks, [f"{v:g}" for v in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("d_k (length of q and k)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return ax
+
+
+def plot_histograms(
+    samples: Mapping[int, np.ndarray],
+    d_ks: Sequence[int],
+    *,
+    scaled: bool = False,
+    limit: float | None = None,
+    bins: int = 60,
+):
+    """One histogram of q·k per d_k, side by side on the same x-range.
+
+    Each panel is titled with d_k and the measured standard deviation, and shows
+    the normal curve with the theory's standard deviation (√d_k, or 1 when
+    ``scaled``, where the samples are divided by √d_k first). Returns the figure.
+
+    Lesson: ``notebooks/02_variance.ipynb``.
+    """
+    import matplotlib.pyplot as plt
+
+    from attnlab import plots
+
+    if limit is None:
+        limit = 5.0 if scaled else float(np.ceil(3.5 * np.sqrt(max(d_ks)) / 10) * 10)
+    fig, axs = plt.subplots(1, len(d_ks), figsize=(3.0 * len(d_ks), 2.9), sharex=True,
+                            layout="constrained")
+    axs = np.atleast_1d(axs)
+    x = np.linspace(-limit, limit, 400)
+    what = "q·k / √d_k" if scaled else "q·k"
+    for ax, d in zip(axs, d_ks, strict=True):
+        values = samples[d] / np.sqrt(d) if scaled else samples[d]
+        std = float(np.std(values, ddof=1))
+        hist = plots.histogram(values, ax, bins=bins, range=(-limit, limit), xlabel=what,
+                               title=f"d_k = {d}: measured std {std:.2f}")
+        theory_std = 1.0 if scaled else np.sqrt(d)
+        peak = 1 / (theory_std * np.sqrt(2 * np.pi))  # the normal curve's height at 0
+        ax.plot(x, peak * np.exp(-0.5 * (x / theory_std) ** 2), color=plots.SECOND,
+                linewidth=1.3, label=f"normal, std {theory_std:.2f}")
+        ax.legend(fontsize=7, loc="upper right")
+        ax.set_xlim(-limit, limit)
+        top = max(float(hist.patch.get_data().values.max()), peak)
+        ax.set_ylim(0, 1.3 * top)  # room for the legend above the peak
+    return fig

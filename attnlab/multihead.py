@@ -1,0 +1,83 @@
+"""Multi-head attention: several attentions side by side, on learned projections.
+
+Lesson: ``notebooks/06_full_attention.ipynb``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._inputs import as_real_array, require_finite, require_ndim
+from .attention import attention
+
+
+def _check_weight(W, name: str, rows: int, cols: int | None = None) -> np.ndarray:
+    W = as_real_array(W, name)
+    if W.ndim != 2 or W.shape[0] != rows or (cols is not None and W.shape[1] != cols):
+        want = f"({rows}, {'…' if cols is None else cols})"
+        raise ValueError(f"{name} must have shape {want}, but it has shape {W.shape}.")
+    require_finite(W, name)
+    return W
+
+
+def split_heads(X: np.ndarray, n_heads: int) -> np.ndarray:
+    """``(..., n, n_heads·d_head)`` → ``(..., n_heads, n, d_head)``."""
+    *lead, n, width = X.shape
+    return np.moveaxis(X.reshape(*lead, n, n_heads, width // n_heads), -2, -3)
+
+
+def merge_heads(X: np.ndarray) -> np.ndarray:
+    """``(..., n_heads, n, d_head)`` → ``(..., n, n_heads·d_head)``: the heads side by side."""
+    *lead, h, n, d = X.shape
+    return np.moveaxis(X, -3, -2).reshape(*lead, n, h * d)
+
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None, *, causal=False,
+                         n_kv_heads=None, return_weights=False):
+    """Multi-head self-attention, with multi-query and grouped-query variants.
+
+    Formula: ``head_h = attention(X W_Q^h, X W_K^h, X W_V^h)``,
+    ``output = concat(head_1, …, head_H) W_O``.
+
+    Shapes: X ``(..., n, d_model)``; W_Q ``(d_model, H·d_head)``; W_K and W_V
+    ``(d_model, H_kv·d_head)`` with ``H_kv = n_kv_heads`` (default H; 1 is
+    multi-query attention: every query head shares one key and one value
+    head); W_O ``(H·d_head, d_model)``. Returns ``(..., n, d_model)``, and with
+    ``return_weights=True`` also the weights ``(..., H, n, n)``.
+
+    Lesson: ``notebooks/06_full_attention.ipynb``.
+    """
+    X = as_real_array(X, "X")
+    require_ndim(X, "X", 2, "(..., n, d_model)")
+    require_finite(X, "X")
+    if isinstance(n_heads, (bool, np.bool_)) or not isinstance(n_heads, numbers.Integral):
+        raise TypeError(f"n_heads must be a whole number, got {n_heads!r}.")
+    if n_heads < 1:
+        raise ValueError(f"n_heads must be at least 1, got {n_heads}.")
+    n_kv = n_heads if n_kv_heads is None else n_kv_heads
+    if isinstance(n_kv, (bool, np.bool_)) or not isinstance(n_kv, numbers.Integral) or n_kv < 1:
+        raise ValueError(f"n_kv_heads must be a whole number ≥ 1, got {n_kv_heads!r}.")
+    if n_heads % n_kv:
+        raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={n_kv}.")
+    d_model = X.shape[-1]
+    W_Q = _check_weight(W_Q, "W_Q", d_model)
+    if W_Q.shape[1] % n_heads:
+        raise ValueError(f"W_Q has {W_Q.shape[1]} columns, not a multiple of n_heads={n_heads}.")
+    d_head = W_Q.shape[1] // n_heads
+    W_K = _check_weight(W_K, "W_K", d_model, n_kv * d_head)
+    W_V = _check_weight(W_V, "W_V", d_model, n_kv * d_head)
+    W_O = _check_weight(W_O, "W_O", n_heads * d_head)
+
+    Q = split_heads(X @ W_Q, n_heads)  # (..., H, n, d_head)
+    K = split_heads(X @ W_K, n_kv)  # (..., H_kv, n, d_head)
+    V = split_heads(X @ W_V, n_kv)
+    # Each group of H / H_kv query heads reads the same key and value head.
+    K = np.repeat(K, n_heads // n_kv, axis=-3)
+    V = np.repeat(V, n_heads // n_kv, axis=-3)
+    heads = attention(Q, K, V, mask, causal=causal, return_weights=return_weights)
+    if return_weights:
+        heads, weights = heads
+        return merge_heads(heads) @ W_O, weights
+    return merge_heads(heads) @ W_O

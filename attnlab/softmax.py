@@ -1,0 +1,92 @@
+"""Softmax: turning a row of scores into a probability distribution.
+
+Lesson: ``notebooks/04_softmax.ipynb``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._inputs import as_real_array, compute_dtype
+
+
+def _check_axis(axis, ndim: int) -> int:
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"axis must be a whole number, got {axis!r}.")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis={axis} is out of range for x with {ndim} dimension(s).")
+    return int(axis) % ndim
+
+
+def softmax(x, axis=-1, mask=None) -> np.ndarray:
+    """Numerically stable softmax along one axis.
+
+    Formula: ``softmax(x)_i = exp(x_i - m) / Σ_j exp(x_j - m)`` with ``m = max_j x_j``.
+    Subtracting the maximum changes nothing mathematically (the factor
+    ``exp(-m)`` cancels) but keeps every exponent ≤ 0, so nothing overflows.
+
+    ``mask`` (bool, broadcastable to ``x``, True = keep) sends the dropped
+    entries to -inf. A row that is all -inf (everything masked) becomes all
+    zeros rather than NaN. NaN and +inf in ``x`` are refused.
+
+    Shapes: any ``x`` with at least one dimension; the result has its shape.
+
+    Lesson: ``notebooks/04_softmax.ipynb``.
+    """
+    x = as_real_array(x, "x")
+    if x.ndim == 0:
+        raise ValueError("x must have at least one dimension; softmax of a single number is 1.")
+    axis = _check_axis(axis, x.ndim)
+    if np.isnan(x).any():
+        raise ValueError("x contains NaN; softmax needs numbers (use -inf to drop an entry).")
+    if np.isposinf(x).any():
+        raise ValueError("x contains +inf; softmax is undefined there (use -inf to drop an entry).")
+    work, out = compute_dtype(x)
+    z = x.astype(work, copy=True)
+    if mask is not None:
+        mask = np.asarray(mask)
+        if mask.dtype != np.bool_:
+            raise TypeError(f"mask must be bool (True = keep), but it has dtype {mask.dtype}.")
+        try:
+            keep = np.broadcast_to(mask, z.shape)
+        except ValueError:
+            raise ValueError(
+                f"mask has shape {mask.shape}, which does not broadcast to x's shape {z.shape}."
+            ) from None
+        np.copyto(z, -np.inf, where=~keep)
+    if z.shape[axis] == 0:
+        return z.astype(out)
+    m = np.max(z, axis=axis, keepdims=True)
+    # A row with nothing left has max -inf; shifting by 0 instead keeps
+    # exp(-inf - (-inf)) = NaN out of it, and its exponentials are all 0.
+    m[np.isneginf(m)] = 0
+    z -= m
+    np.exp(z, out=z)
+    total = np.sum(z, axis=axis, keepdims=True)
+    total[total == 0] = 1
+    z /= total
+    return z.astype(out, copy=False)
+
+
+def softmax_jacobian(p) -> np.ndarray:
+    """Jacobian of softmax, written in terms of its output p.
+
+    Formula: ``∂p_i/∂x_j = p_i (δ_ij − p_j)``, i.e. ``J = diag(p) − p pᵀ``.
+    J is symmetric, each of its rows sums to 0 (shifting every score by the
+    same amount changes nothing), and it vanishes when p is one-hot.
+
+    Shapes: p ``(..., n)`` → ``(..., n, n)``.
+
+    Lesson: ``notebooks/04_softmax.ipynb``.
+    """
+    p = as_real_array(p, "p")
+    if p.ndim == 0:
+        raise ValueError("p must have at least one dimension (a probability vector).")
+    if not np.isfinite(p).all():
+        raise ValueError("p contains NaN or inf; it should be a probability vector.")
+    work, out = compute_dtype(p)
+    p = p.astype(work, copy=False)
+    J = -p[..., :, None] * p[..., None, :]
+    idx = np.arange(p.shape[-1])
+    J[..., idx, idx] += p
+    return J.astype(out, copy=False)

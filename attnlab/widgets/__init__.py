@@ -1,0 +1,34 @@
+"""Widget factories, one per lesson widget.
+
+Each factory can be called with no arguments (a built-in example) and takes a
+learner's own data as optional arguments. It returns a :class:`CourseWidget`
+whose ``controls`` can be set from code. ``import attnlab.widgets`` is cheap:
+a factory's module (and ipywidgets, matplotlib) load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# factory name -> module in this package (one module per lesson)
+FACTORIES = {
+    "formula_explorer": "start_here",
+    "dot_product_explorer": "dot_product",
+    "variance_explorer": "variance",
+    "scaling_strip": "scaling",
+    "softmax_explorer": "softmax",
+    "qkv_explorer": "values",
+}
+
+__all__ = sorted(FACTORIES)
+
+
+def __getattr__(name):
+    if name in FACTORIES:
+        module = importlib.import_module(f".{FACTORIES[name]}", __name__)
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(FACTORIES))

@@ -1,0 +1,146 @@
+"""Widget for lesson 02: how the spread of q·k grows with d_k, and how 1/√d_k undoes it.
+
+Lesson: ``notebooks/02_variance.ipynb``. The samples come from
+``attnlab.lessons.variance.samples_by_dk``, drawn once when the widget is built.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import ipywidgets as widgets
+import numpy as np
+
+from attnlab import plots
+from attnlab.lessons.variance import DISTRIBUTIONS, samples_by_dk
+
+from ._base import CourseWidget, FigureView
+
+DEFAULT_D_KS = tuple(2**i for i in range(10))  # 1, 2, 4, ..., 512
+LARGEST_D_K = 4096
+SAMPLES_RANGE = (100, 100_000)
+RAW_BINS = 80
+SCALED_LIMIT = 5.0
+SCALED_BINS = 50
+SCALED_TOP = 1.1  # the tallest scaled histogram (d_k = 1, a spike at 0) stays below this
+
+
+def _check_d_ks(d_ks) -> tuple[int, ...]:
+    if d_ks is None:
+        return DEFAULT_D_KS
+    if isinstance(d_ks, (str, bytes)) or not hasattr(d_ks, "__iter__"):
+        raise TypeError(f"d_ks must be a list of whole numbers such as [1, 4, 16], got {d_ks!r}.")
+    values = list(d_ks)
+    if not values:
+        raise ValueError("d_ks must contain at least one d_k, e.g. d_ks=[1, 4, 16, 64].")
+    for d in values:
+        if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+            raise TypeError(f"d_ks must hold whole numbers (the lengths of q and k), got {d!r}.")
+        if not 1 <= d <= LARGEST_D_K:
+            raise ValueError(f"every value in d_ks must be between 1 and {LARGEST_D_K}, got {d}.")
+    if len(set(values)) != len(values):
+        raise ValueError(f"d_ks must not repeat a value, got {values}.")
+    return tuple(sorted(int(d) for d in values))
+
+
+def _check_n_samples(n_samples) -> int:
+    lo, hi = SAMPLES_RANGE
+    if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral):
+        raise TypeError(f"n_samples must be a whole number, got {n_samples!r}.")
+    if not lo <= n_samples <= hi:
+        raise ValueError(f"n_samples must be between {lo} and {hi}, got {n_samples}.")
+    return int(n_samples)
+
+
+def _raw_limit(largest_d_k: int) -> float:
+    # 3.5 standard deviations of the widest histogram, rounded up to a multiple of 10.
+    return float(max(10.0, np.ceil(3.5 * np.sqrt(largest_d_k) / 10.0) * 10.0))
+
+
+def variance_explorer(d_ks=None, *, n_samples: int = 10_000, dist: str = "normal",
+                      seed: int = 2):
+    """Two histograms of q·k for a d_k chosen with a slider: raw, and divided by √d_k.
+
+    ``d_ks``: the d_k values on the slider (whole numbers from 1 to 4096; default the
+    powers of two 1, 2, ..., 512). ``n_samples``: dot products per d_k (100 to 100 000).
+    ``dist``: how the entries of q and k are drawn, "normal", "uniform" or
+    "rademacher" (each with mean 0 and variance 1). ``seed`` fixes the samples.
+
+    The left panel keeps a fixed x-range wide enough for the largest d_k and shows
+    each histogram with its tallest bar at the same height, so only the spread
+    changes; the shaded band is ± one measured standard deviation. The right panel
+    shows the same samples divided by √d_k, as a density on a fixed range.
+
+    Lesson: ``notebooks/02_variance.ipynb``.
+    """
+    d_ks = _check_d_ks(d_ks)
+    n_samples = _check_n_samples(n_samples)
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"dist must be one of {', '.join(map(repr, DISTRIBUTIONS))}, "
+                         f"got {dist!r}.")
+
+    # Everything the slider shows is computed here, once.
+    samples = samples_by_dk(d_ks, n_samples, np.random.default_rng(seed), dist)
+    raw_limit = _raw_limit(d_ks[-1])
+    raw_edges = np.linspace(-raw_limit, raw_limit, RAW_BINS + 1)
+    scaled_edges = np.linspace(-SCALED_LIMIT, SCALED_LIMIT, SCALED_BINS + 1)
+    frames = {}
+    for d, s in samples.items():
+        raw_counts, _ = np.histogram(s, bins=raw_edges)
+        scaled = s / np.sqrt(d)
+        scaled_counts, _ = np.histogram(scaled, bins=scaled_edges)
+        frames[d] = {
+            "raw": raw_counts / max(raw_counts.max(), 1),
+            "scaled": scaled_counts / (n_samples * np.diff(scaled_edges)),
+            "raw_std": float(np.std(s, ddof=1)),
+            "scaled_std": float(np.std(scaled, ddof=1)),
+        }
+
+    view = FigureView(ncols=2, figsize=(7.6, 3.0), dpi=80)
+    ax_raw, ax_scaled = view.axes[0]
+    first = d_ks[0]
+    raw_hist = plots.histogram(samples[first], ax_raw, bins=RAW_BINS,
+                               range=(-raw_limit, raw_limit), density=False,
+                               title="raw scores q·k", xlabel="q·k")
+    ax_raw.set_ylabel("count / largest count")
+    ax_raw.set_xlim(-raw_limit, raw_limit)
+    ax_raw.set_ylim(0, 1.25)
+    band = ax_raw.axvspan(-1.0, 1.0, color=plots.SECOND, alpha=0.18, linewidth=0)
+    raw_text = ax_raw.text(0.03, 0.95, "", transform=ax_raw.transAxes, va="top", fontsize=9)
+
+    scaled_hist = plots.histogram(samples[first] / np.sqrt(first), ax_scaled, bins=SCALED_BINS,
+                                  range=(-SCALED_LIMIT, SCALED_LIMIT),
+                                  title="scaled scores q·k / √d_k", xlabel="q·k / √d_k")
+    x = np.linspace(-SCALED_LIMIT, SCALED_LIMIT, 300)
+    ax_scaled.plot(x, np.exp(-0.5 * x**2) / np.sqrt(2 * np.pi), color=plots.SECOND,
+                   linewidth=1.2, label="normal, std 1")
+    ax_scaled.legend(loc="upper right", fontsize=8)
+    ax_scaled.set_xlim(-SCALED_LIMIT, SCALED_LIMIT)
+    ax_scaled.set_ylim(0, SCALED_TOP)
+    scaled_text = ax_scaled.text(0.03, 0.95, "", transform=ax_scaled.transAxes, va="top",
+                                 fontsize=9)
+
+    view.animate(raw_hist.patch, band, raw_text, scaled_hist.patch, scaled_text)
+
+    slider = widgets.SelectionSlider(options=list(d_ks), value=first, description="d_k",
+                                     continuous_update=True,
+                                     layout=widgets.Layout(width="420px"))
+
+    def show(d: int) -> None:
+        frame = frames[d]
+        raw_hist.patch.set_data(frame["raw"])
+        std = frame["raw_std"]
+        band.set_x(-std)
+        band.set_width(2 * std)
+        raw_text.set_text(f"d_k = {d}\nmeasured std {std:.2f}\n√d_k = {np.sqrt(d):.2f}")
+        scaled_hist.patch.set_data(frame["scaled"])
+        scaled_text.set_text(f"measured std {frame['scaled_std']:.2f}")
+        view.redraw()
+
+    slider.observe(lambda change: show(change["new"]), names="value")
+    show(first)
+    note = widgets.HTML(
+        f"{n_samples} dot products per d_k ({dist} entries, mean 0, variance 1). "
+        "Shaded: ± one measured standard deviation."
+    )
+    return CourseWidget([slider, view.image, note], controls={"d_k": slider}, view=view)

@@ -1,0 +1,1 @@
+"""attnlab's benchmarks: speed and memory goals, measured outside the tests."""

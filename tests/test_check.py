@@ -1,0 +1,770 @@
+"""Tests for the exercise checker, ``attnlab.exercises``: check() and solution().
+
+Every exercise must accept correct answers in any style, reject the classic
+mistakes with a message that names them, and turn anything an answer can do
+wrong (raise, hang, return None, change its input) into a FAIL.
+"""
+
+import json
+import math
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attnlab.exercises import (
+    CheckResult,
+    Exercise,
+    check,
+    exercise_ids,
+    register,
+    registry,
+    solution,
+    solutions,
+)
+from attnlab.exercises.arraycheck import ArrayCheck, Case
+
+IDS = (
+    "scores",
+    "scaled_scores",
+    "softmax",
+    "softmax_jacobian",
+    "causal_mask",
+    "attention",
+    "masked_attention",
+)
+
+
+def stable_softmax(S):
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+# ------------------------------------------------------------ correct answers
+
+
+def scores_loop(Q, K):
+    S = np.zeros((len(Q), len(K)))
+    for i in range(len(Q)):
+        for j in range(len(K)):
+            for d in range(Q.shape[1]):
+                S[i, j] += Q[i, d] * K[j, d]
+    return S
+
+
+def scaled_scores_loop(Q, K):
+    d_k = Q.shape[1]
+    return [
+        [
+            sum(q * k for q, k in zip(Q[i], K[j], strict=True)) / math.sqrt(d_k)
+            for j in range(len(K))
+        ]
+        for i in range(len(Q))
+    ]
+
+
+def softmax_loop(x):
+    out = []
+    for row in x.tolist():
+        m = max(row)
+        e = [math.exp(v - m) for v in row]
+        out.append([v / sum(e) for v in e])
+    return out
+
+
+def softmax_logsumexp(x):
+    m = x.max(axis=1)[:, None]
+    return np.exp(x - m - np.log(np.exp(x - m).sum(axis=1))[:, None])
+
+
+def jacobian_loop(p):
+    n = len(p)
+    return [[p[i] * ((1.0 if i == j else 0.0) - p[j]) for j in range(n)] for i in range(n)]
+
+
+def causal_loop(n):
+    return [[j <= i for j in range(n)] for i in range(n)]
+
+
+def attention_loop(Q, K, V):
+    out = np.zeros((Q.shape[0], V.shape[1]))
+    for i, q in enumerate(Q):
+        s = np.array([q @ k for k in K]) / np.sqrt(len(q))
+        w = np.exp(s - s.max())
+        out[i] = (w / w.sum()) @ V
+    return out
+
+
+def attention_einsum(Q, K, V):
+    S = np.einsum("qd,kd->qk", Q, K) / np.sqrt(Q.shape[-1])
+    return np.einsum("qk,kv->qv", stable_softmax(S), V)
+
+
+def masked_loop(Q, K, V, mask):
+    out = []
+    for i in range(len(Q)):
+        keys = [j for j in range(len(K)) if mask[i, j]]
+        s = np.array([Q[i] @ K[j] for j in keys]) / np.sqrt(Q.shape[1])
+        w = np.exp(s - s.max())
+        out.append(list((w / w.sum()) @ V[keys]))
+    return out
+
+
+def masked_fill(Q, K, V, mask):
+    S = Q @ K.T / np.sqrt(K.shape[1])
+    S[~mask] = -np.inf
+    return stable_softmax(S) @ V
+
+
+CORRECT = [
+    ("scores", lambda Q, K: Q @ K.T),
+    ("scores", scores_loop),
+    ("scores", lambda Q, K: np.einsum("id,jd->ij", Q, K)),
+    ("scores", lambda Q, K: [[float(np.dot(q, k)) for k in K] for q in Q]),
+    ("scores", lambda Q, K: Q.astype(np.float32) @ K.astype(np.float32).T),
+    ("scores", lambda Q, K: np.dot(Q, np.transpose(K))),
+    ("scaled_scores", lambda Q, K: Q @ K.T / np.sqrt(K.shape[-1])),
+    ("scaled_scores", scaled_scores_loop),
+    ("scaled_scores", lambda Q, K: np.einsum("id,jd->ij", Q, K) * Q.shape[1] ** -0.5),
+    ("scaled_scores", lambda Q, K: (Q @ K.T / np.sqrt(Q.shape[1])).astype(np.float32)),
+    ("scaled_scores", lambda Q, K: tuple(Q @ K.T / math.sqrt(len(Q[0])))),
+    ("softmax", softmax_loop),
+    ("softmax", softmax_logsumexp),
+    ("softmax", lambda x: stable_softmax(x.astype(np.float32))),
+    ("softmax", lambda x: stable_softmax(x).astype(np.float32)),
+    ("softmax", lambda x: stable_softmax(x).tolist()),
+    ("softmax_jacobian", jacobian_loop),
+    ("softmax_jacobian", lambda p: np.diag(p) - np.einsum("i,j->ij", p, p)),
+    ("softmax_jacobian", lambda p: p[:, None] * (np.eye(len(p)) - p[None, :])),
+    ("softmax_jacobian", lambda p: (np.diag(p) - np.outer(p, p)).astype(np.float32)),
+    ("causal_mask", causal_loop),
+    ("causal_mask", lambda n: np.tril(np.ones((n, n), dtype=bool))),
+    ("causal_mask", lambda n: np.arange(n)[:, None] >= np.arange(n)),
+    ("causal_mask", lambda n: ~np.triu(np.ones((n, n), dtype=bool), k=1)),
+    ("attention", attention_loop),
+    ("attention", attention_einsum),
+    ("attention", lambda Q, K, V: (attention_einsum(Q, K, V)).tolist()),
+    ("attention", lambda Q, K, V: attention_einsum(Q, K, V).astype(np.float32)),
+    ("masked_attention", masked_loop),
+    ("masked_attention", masked_fill),
+    (
+        "masked_attention",
+        lambda Q, K, V, mask: (
+            stable_softmax(Q @ K.T / np.sqrt(Q.shape[1]) + np.where(mask, 0.0, -1e9)) @ V
+        ),
+    ),
+    (
+        "masked_attention",
+        lambda Q, K, V, mask: (
+            stable_softmax(np.where(mask, Q @ K.T / np.sqrt(Q.shape[1]), -np.inf)) @ V
+        ).astype(np.float32),
+    ),
+    # Zeroing after the softmax is right when the rows are normalised again.
+    (
+        "masked_attention",
+        lambda Q, K, V, mask: (lambda w: (w / w.sum(axis=1, keepdims=True)) @ V)(
+            stable_softmax(Q @ K.T / np.sqrt(Q.shape[1])) * mask
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("exercise", "answer"), CORRECT, ids=[f"{e}-{i}" for i, (e, _) in enumerate(CORRECT)]
+)
+def test_correct_answers_in_any_style_pass(exercise, answer):
+    result = check(exercise, answer)
+    assert result.passed, result.message
+    assert result.message.startswith("Well done!")
+
+
+@pytest.mark.parametrize("exercise", IDS)
+def test_reference_solution_passes_its_own_check(exercise):
+    result = check(exercise, getattr(solutions, exercise))
+    assert result.passed, result.message
+    assert "Note:" not in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "dtype"),
+    [
+        (lambda n: np.tril(np.ones((n, n), dtype=int)), "int64"),
+        (lambda n: np.tri(n), "float64"),
+    ],
+)
+def test_causal_mask_of_zeros_and_ones_passes_with_a_note_preferring_bool(answer, dtype):
+    result = check("causal_mask", answer)
+    assert result.passed, result.message
+    assert f"0/1 numbers (dtype {dtype})" in result.message
+    assert "bool mask is preferred" in result.message
+
+
+# ------------------------------------------------------------- wrong answers
+
+WRONG = [
+    # scores
+    ("scores", lambda Q, K: K @ Q.T, "transposed"),
+    ("scores", lambda Q, K: (Q @ K.T).T, "transposed"),
+    ("scores", lambda Q, K: Q.T @ K, "Qᵀ K"),
+    ("scores", lambda Q, K: Q @ K, "forgot to transpose K"),
+    ("scores", lambda Q, K: (Q * K).sum(axis=1), "entry by entry"),
+    ("scores", lambda Q, K: Q @ K.T / np.sqrt(Q.shape[1]), "scaled the scores"),
+    # scaled_scores
+    ("scaled_scores", lambda Q, K: Q @ K.T, "forgot to scale"),
+    ("scaled_scores", lambda Q, K: Q @ K.T / Q.shape[1], "divided by d_k instead of √d_k"),
+    ("scaled_scores", lambda Q, K: Q @ K.T / (Q.shape[1] ** 1 / 2), "d_k ** 1/2"),
+    ("scaled_scores", lambda Q, K: Q @ K.T / Q.shape[1] ** 1 / 2, "d_k ** 1/2"),
+    ("scaled_scores", lambda Q, K: Q @ K.T * np.sqrt(Q.shape[1]), "multiplied by √d_k"),
+    ("scaled_scores", lambda Q, K: Q @ K.T / np.sqrt(len(K)), "number of keys"),
+    ("scaled_scores", lambda Q, K: Q @ K.T / np.sqrt(len(Q)), "number of queries"),
+    ("scaled_scores", lambda Q, K: K @ Q.T / np.sqrt(Q.shape[1]), "transposed"),
+    # softmax
+    ("softmax", lambda x: np.exp(x) / np.exp(x).sum(axis=1, keepdims=True), "overflows"),
+    (
+        "softmax",
+        lambda x: np.exp(x) / np.sum(np.exp(x), axis=-1, keepdims=True),
+        "Subtract each row's maximum",
+    ),
+    ("softmax", lambda x: stable_softmax(x.T).T, "each column (axis 0)"),
+    (
+        "softmax",
+        lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum(axis=1, keepdims=True),
+        "maximum of the whole array",
+    ),
+    (
+        "softmax",
+        lambda x: np.exp(x - x.max(axis=0)) / np.exp(x - x.max(axis=0)).sum(axis=1, keepdims=True),
+        "each column's maximum",
+    ),
+    ("softmax", lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum(), "whole array"),
+    ("softmax", lambda x: np.exp(x - x.max(axis=1, keepdims=True)), "divide by the row sums"),
+    ("softmax", np.exp, "divide by the row sums"),
+    (
+        "softmax",
+        lambda x: (
+            np.exp(x - x.max(axis=1, keepdims=True))
+            / np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)
+        ),
+        "A sum without `keepdims=True`",
+    ),
+    ("softmax", lambda x: stable_softmax(x - x.max(axis=1)), "A max without `keepdims=True`"),
+    # softmax_jacobian
+    ("softmax_jacobian", lambda p: -np.outer(p, p), "missing the diagonal term"),
+    ("softmax_jacobian", lambda p: np.outer(p, p) - np.diag(p), "sign flipped"),
+    ("softmax_jacobian", lambda p: np.outer(p, p), "p pᵀ only"),
+    ("softmax_jacobian", np.diag, "forgot to subtract p pᵀ"),
+    ("softmax_jacobian", lambda p: np.diag(p * (1 - p)), "only its diagonal"),
+    ("softmax_jacobian", lambda p: p * (1 - p), "as a vector"),
+    ("softmax_jacobian", lambda p: np.diag(p) - p @ p.T, "np.outer(p, p)"),
+    ("softmax_jacobian", lambda p: np.diag(p) - p * p, "elementwise"),
+    ("softmax_jacobian", lambda p: np.eye(len(p)) - np.outer(p, p), "identity matrix"),
+    # causal_mask
+    ("causal_mask", lambda n: np.triu(np.ones((n, n), dtype=bool)), "transposed"),
+    ("causal_mask", lambda n: np.tril(np.ones((n, n), dtype=bool), -1), "leaves out the diagonal"),
+    ("causal_mask", lambda n: np.triu(np.ones((n, n), dtype=bool), 1), "inverted"),
+    ("causal_mask", lambda n: np.ones((n, n), dtype=bool), "nothing is masked"),
+    ("causal_mask", lambda n: np.where(np.tri(n) > 0, 0.0, -np.inf), "additive mask"),
+    ("causal_mask", lambda n: 2 * np.tri(n), "only True and False"),
+    # attention
+    (
+        "attention",
+        lambda Q, K, V: stable_softmax(Q @ K.T / np.sqrt(Q.shape[1])),
+        "returned the attention weights",
+    ),
+    ("attention", lambda Q, K, V: stable_softmax(Q @ K.T), "forgot the ·V"),
+    ("attention", lambda Q, K, V: stable_softmax(Q @ K.T) @ V, "forgot to scale"),
+    (
+        "attention",
+        lambda Q, K, V: stable_softmax(Q @ K.T / Q.shape[1]) @ V,
+        "by d_k instead of √d_k",
+    ),
+    ("attention", lambda Q, K, V: stable_softmax(Q @ K.T / np.sqrt(len(K))) @ V, "number of keys"),
+    (
+        "attention",
+        lambda Q, K, V: stable_softmax(Q @ K.T / np.sqrt(len(Q))) @ V,
+        "number of queries",
+    ),
+    ("attention", lambda Q, K, V: stable_softmax(Q @ K.T / np.sqrt(V.shape[1])) @ V, "√d_v"),
+    (
+        "attention",
+        lambda Q, K, V: stable_softmax((Q @ K.T / np.sqrt(Q.shape[1])).T).T @ V,
+        "wrong axis",
+    ),
+    ("attention", lambda Q, K, V: Q @ K.T / np.sqrt(Q.shape[1]) @ V, "skipped the softmax"),
+    (
+        "attention",
+        lambda Q, K, V: np.exp(Q @ K.T / np.sqrt(Q.shape[1])) @ V,
+        "divide by the row sums",
+    ),
+    (
+        "attention",
+        lambda Q, K, V: stable_softmax(Q @ K.T / np.sqrt(Q.shape[1])) @ K,
+        "by K instead of V",
+    ),
+    (
+        "attention",
+        lambda Q, K, V: V.T @ stable_softmax(Q @ K.T / np.sqrt(Q.shape[1])).T,
+        "output is transposed",
+    ),
+    (
+        "attention",
+        lambda Q, K, V: (
+            (lambda e: e / e.sum(axis=1, keepdims=True))(np.exp(Q @ K.T / np.sqrt(Q.shape[1]))) @ V
+        ),
+        "overflows",
+    ),
+    # masked_attention
+    (
+        "masked_attention",
+        lambda Q, K, V, mask: stable_softmax(Q @ K.T / np.sqrt(Q.shape[1])) @ V,
+        "ignores the mask",
+    ),
+    (
+        "masked_attention",
+        lambda Q, K, V, mask: (
+            stable_softmax(np.where(~mask, Q @ K.T / np.sqrt(Q.shape[1]), -np.inf)) @ V
+        ),
+        "inverted",
+    ),
+    (
+        "masked_attention",
+        lambda Q, K, V, mask: stable_softmax(Q @ K.T / np.sqrt(Q.shape[1]) * mask) @ V,
+        "to 0 instead of -inf",
+    ),
+    (
+        "masked_attention",
+        lambda Q, K, V, mask: (stable_softmax(Q @ K.T / np.sqrt(Q.shape[1])) * mask) @ V,
+        "after the softmax",
+    ),
+    (
+        "masked_attention",
+        lambda Q, K, V, mask: stable_softmax(Q @ K.T / np.sqrt(Q.shape[1]) + mask) @ V,
+        "added the bool mask",
+    ),
+    (
+        "masked_attention",
+        lambda Q, K, V, mask: stable_softmax(np.where(mask, Q @ K.T, -np.inf)) @ V,
+        "forgot to scale",
+    ),
+    (
+        "masked_attention",
+        lambda Q, K, V, mask: stable_softmax(
+            np.where(mask, Q @ K.T / np.sqrt(Q.shape[1]), -np.inf)
+        ),
+        "returned the attention weights",
+    ),
+    (
+        "masked_attention",
+        lambda Q, K, V, mask: (
+            (lambda e: e / e.sum(axis=1, keepdims=True))(
+                np.exp(np.where(mask, Q @ K.T / np.sqrt(Q.shape[1]), -np.inf))
+            )
+            @ V
+        ),
+        "overflows",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("exercise", "answer", "phrase"), WRONG, ids=[f"{e}: {p}" for e, _, p in WRONG]
+)
+def test_classic_mistakes_fail_and_are_named(exercise, answer, phrase):
+    result = check(exercise, answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+# A mask of the wrong kind is refused before any numbers are compared.
+NOT_COMPARED = ("additive mask", "only True and False")
+
+
+COMPARED = [w for w in WRONG if w[2] not in NOT_COMPARED]
+
+
+@pytest.mark.parametrize(
+    ("exercise", "answer", "phrase"), COMPARED, ids=[f"{e}: {p}" for e, _, p in COMPARED]
+)
+def test_mistakes_show_expected_against_got(exercise, answer, phrase):
+    message = check(exercise, answer).message
+    assert "\nTest input: " in message
+    assert "\nExpected, shape" in message
+    assert f"\nYour `{exercise}` returned, shape" in message
+
+
+def test_example_is_small_and_rounded_to_three_decimals():
+    message = check("scaled_scores", lambda Q, K: Q @ K.T / Q.shape[1]).message
+    assert "Test input: Q (2×3) and K (4×3)" in message
+    numbers = [
+        w
+        for line in message.splitlines()
+        if line.startswith("    ")
+        for w in line.replace("[", " ").replace("]", " ").split()
+    ]
+    assert numbers and all(len(w.split(".")[-1]) <= 3 for w in numbers if "." in w)
+
+
+def test_feedback_is_deterministic():
+    wrong = WRONG[0][1]
+    assert check("scores", wrong).message == check("scores", wrong).message
+
+
+def test_overflow_message_teaches_the_fix():
+    message = check("softmax", lambda x: np.exp(x) / np.exp(x).sum(1, keepdims=True)).message
+    assert "exp(10000) is inf" in message
+    assert "keeps every exponent ≤ 0" in message
+    assert "rows near -10000, 0 and +10000" in message
+
+
+def test_unmatched_wrong_softmax_gets_a_property_hint():
+    result = check("softmax", lambda x: stable_softmax(x) * 2)
+    assert not result.passed
+    assert "rows sum to" in result.message
+
+
+def test_unmatched_wrong_jacobian_gets_a_property_hint():
+    result = check("softmax_jacobian", lambda p: np.diag(p) - np.outer(p, p) + 0.1 * np.eye(len(p)))
+    assert "don't sum to 0" in result.message
+    result = check("softmax_jacobian", lambda p: np.diag(p) - np.outer(p, p**2))
+    assert "isn't symmetric" in result.message
+
+
+def test_wrong_numbers_without_a_known_cause_report_the_largest_difference():
+    result = check("scores", lambda Q, K: Q @ K.T + 1.0)
+    assert "largest difference is 1" in result.message
+
+
+# ------------------------------------------------- what an answer can do wrong
+
+
+def raises_value_error(x):
+    y = x[:, 0]
+    return np.reshape(y, (7, 7))  # the line the message should point at
+
+
+def test_exception_in_answer_is_reported_with_their_line_not_a_traceback():
+    result = check("softmax", raises_value_error)
+    assert not result.passed
+    assert "raised ValueError" in result.message
+    assert "np.reshape(y, (7, 7))" in result.message
+    assert "in `raises_value_error`" in result.message
+    assert "Traceback" not in result.message
+    assert "attnlab/exercises" not in result.message
+    assert "when called with x of shape (3, 3)" in result.message
+
+
+def test_shape_error_in_answer_gets_the_exercise_hint():
+    result = check("scores", lambda Q, K: Q @ K if Q.shape != K.shape else Q @ K.T)
+    assert "raised ValueError" in result.message
+    assert "`Q @ K.T` is (n_q, d_k) @ (d_k, n_k)" in result.message
+
+
+def test_none_return_asks_about_return():
+    def softmax(x):
+        np.exp(x)
+
+    result = check("softmax", softmax)
+    assert not result.passed
+    assert "returned None" in result.message
+    assert "forget `return`" in result.message
+
+
+def test_not_implemented_is_friendly():
+    def attention(Q, K, V):
+        raise NotImplementedError
+
+    result = check("attention", attention)
+    assert not result.passed
+    assert "haven't written `attention` yet" in result.message
+    assert "NotImplementedError" in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (lambda Q, K: (Q @ K.T)[0], "returned shape (3,), but the result should have shape"),
+        (lambda Q, K: np.zeros((2, 2)), "shape (2, 2)"),
+        (lambda Q, K: 3.0, "a single number"),
+        (lambda Q, K: np.ones((K.shape[0], Q.shape[0] + 1)), "one row per query"),
+    ],
+)
+def test_wrong_shape_states_expected_and_got(answer, phrase):
+    result = check("scores", answer)
+    assert not result.passed
+    assert phrase in result.message
+
+
+def test_reversed_shape_hints_at_a_transpose():
+    result = check("attention", lambda Q, K, V: np.zeros((V.shape[1], Q.shape[0])))
+    assert "shape (5, 2)" in result.message and "shape (2, 5)" in result.message
+    assert "transposed" in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (lambda x: "[[0.5, 0.5]]", "returned a string"),
+        (lambda x: {"p": x}, "not numbers"),
+        (lambda x: x + 0j, "complex numbers"),
+        (lambda x: [[1.0, 2.0], [3.0]], "cannot turn into one array"),
+        (lambda x: (stable_softmax(x), x), "returned 2 arrays"),
+        (lambda x: np.full(x.shape, np.nan), "NaN or inf"),
+        (lambda x: np.full(x.shape, np.inf), "NaN or inf"),
+    ],
+)
+def test_wrong_kind_of_result_fails_with_a_message(answer, phrase):
+    result = check("softmax", answer)
+    assert not result.passed
+    assert phrase in result.message
+
+
+def test_changing_the_input_in_place_fails():
+    def softmax(x):
+        x -= x.max(axis=-1, keepdims=True)
+        np.exp(x, out=x)
+        x /= x.sum(axis=-1, keepdims=True)
+        return x
+
+    result = check("softmax", softmax)
+    assert not result.passed
+    assert "changed its input x in place" in result.message
+    assert "compute into a new array" in result.message
+
+
+def test_changing_q_in_place_names_q():
+    def attention(Q, K, V):
+        Q /= np.sqrt(Q.shape[1])
+        return stable_softmax(Q @ K.T) @ V
+
+    assert "changed its input Q in place" in check("attention", attention).message
+
+
+def test_endless_loop_is_stopped():
+    def softmax(x):
+        while True:
+            pass
+
+    result = check("softmax", softmax, timeout=0.5)
+    assert not result.passed
+    assert "took longer than 0.5 s" in result.message
+    assert "endless loop" in result.message
+
+
+def test_endless_loop_that_swallows_exceptions_is_stopped():
+    def softmax(x):
+        while True:
+            try:
+                while True:
+                    pass
+            except Exception:
+                pass
+
+    assert "endless loop" in check("softmax", softmax, timeout=0.3).message
+
+
+def test_time_limit_restores_the_previous_alarm_handler_and_timer():
+    def previous_handler(signum, frame):
+        pass
+
+    old = signal.signal(signal.SIGALRM, previous_handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 100.0)
+        check("softmax", solutions.softmax, timeout=2)
+        assert signal.getsignal(signal.SIGALRM) is previous_handler
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 0 < left <= 100.0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_outside_the_main_thread_an_endless_loop_is_stopped_too():
+    stop = threading.Event()
+    results = []
+
+    def softmax(x):
+        while not stop.is_set():
+            pass
+
+    def run():
+        results.append(check("softmax", softmax, timeout=0.3))
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(10)
+    stop.set()
+    assert results and not results[0].passed
+    assert "endless loop" in results[0].message
+    assert "in the background" in results[0].message
+
+
+def test_outside_the_main_thread_a_correct_answer_passes():
+    results = []
+    worker = threading.Thread(target=lambda: results.append(check("scores", solutions.scores)))
+    worker.start()
+    worker.join(10)
+    assert results and results[0].passed
+
+
+def test_no_time_limit_with_timeout_none():
+    assert check("scores", solutions.scores, timeout=None).passed
+
+
+def test_other_failures_never_raise():
+    def calls_exit(x):
+        raise SystemExit(1)
+
+    def uses_undefined(x):
+        return undefined_name(x)  # noqa: F821
+
+    assert "not exit" in check("softmax", calls_exit).message
+    assert "isn't defined" in check("softmax", uses_undefined).message
+    wrong_parameters = check("attention", lambda Q, K: Q)
+    assert "`attention(Q, K, V)`" in wrong_parameters.message
+
+    def recurses(x):
+        return recurses(x)
+
+    assert "RecursionError" in check("softmax", recurses).message
+
+
+def test_passing_a_result_instead_of_the_function_fails_kindly():
+    result = check("scores", np.zeros((2, 2)))
+    assert not result.passed
+    assert "your function itself" in result.message
+
+
+def test_warnings_from_the_answer_are_silenced(recwarn):
+    check("softmax", lambda x: np.exp(x) / np.exp(x).sum(1, keepdims=True))
+    check("attention", lambda Q, K, V: np.log(-np.ones((Q.shape[0], V.shape[1]))))
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+# ---------------------------------------------------------------- the API
+
+
+def test_unknown_id_raises_value_error_listing_the_ids():
+    with pytest.raises(ValueError, match="Unknown exercise id 'softmx'") as info:
+        check("softmx", solutions.softmax)
+    for exercise in IDS:
+        assert repr(exercise) in str(info.value)
+    assert "Did you mean 'softmax'?" in str(info.value)
+    with pytest.raises(ValueError, match="Known ids"):
+        solution("nope")
+
+
+def test_all_ids_are_registered():
+    assert set(IDS) <= set(exercise_ids())
+
+
+def test_result_is_truthy_only_when_passed_and_prints_plainly():
+    passed = check("scores", solutions.scores)
+    failed = check("scores", lambda Q, K: K @ Q.T)
+    assert isinstance(passed, CheckResult)
+    assert bool(passed) is True and bool(failed) is False
+    assert str(passed).startswith("PASS: ") and repr(passed).startswith("PASS: ")
+    assert str(failed).startswith("FAIL: ") and repr(failed).startswith("FAIL: ")
+    assert passed.exercise == "scores"
+
+
+def test_html_shows_pass_and_fail_boxes_and_escapes():
+    passed = check("scores", solutions.scores)._repr_html_()
+    assert "PASS" in passed and "#2e7d32" in passed
+    failed = CheckResult(False, "Your <script>alert(1)</script> & `x < y`\n\n    [[1 2]]", "s")
+    html = failed._repr_html_()
+    assert "FAIL" in html and "#d84315" in html
+    assert "<script>" not in html
+    assert "&lt;script&gt;" in html and "&amp;" in html
+    assert "<code>x &lt; y</code>" in html
+    assert "<pre" in html and "[[1 2]]" in html
+
+
+def test_html_of_a_real_failure_escapes_the_learners_error():
+    def softmax(x):
+        raise ValueError("<bad>")
+
+    html = check("softmax", softmax)._repr_html_()
+    assert "&lt;bad&gt;" in html and "<bad>" not in html
+
+
+@pytest.mark.parametrize("exercise", IDS)
+def test_solution_returns_the_reference_source(exercise):
+    code = solution(exercise)
+    assert isinstance(code, str)
+    assert code.startswith(f"def {exercise}(")
+    assert "return" in code
+    assert "raise" not in code  # no validation noise
+    assert str(code) == repr(code) == code
+    markdown = code._repr_markdown_()
+    assert "```python\n" in markdown and code in markdown
+    assert "notebooks/" in markdown
+
+
+def test_solution_mentions_the_functions_it_builds_on():
+    assert solution("attention").uses == ("softmax",)
+    assert "It calls `softmax`" in solution("attention")._repr_markdown_()
+    assert solution("scores").uses == ()
+
+
+def test_exercises_know_their_lessons():
+    lessons = {exercise: registry.get_exercise(exercise).lesson for exercise in IDS}
+    assert lessons == {
+        "scores": "notebooks/01_dot_product.ipynb",
+        "scaled_scores": "notebooks/02_variance.ipynb",
+        "softmax": "notebooks/04_softmax.ipynb",
+        "softmax_jacobian": "notebooks/04_softmax.ipynb",
+        "causal_mask": "notebooks/04_softmax.ipynb",
+        "attention": "notebooks/05_values.ipynb",
+        "masked_attention": "notebooks/05_values.ipynb",
+    }
+
+
+def test_a_new_lesson_registers_its_exercises_with_one_call(monkeypatch):
+    monkeypatch.setattr(registry, "_EXERCISES", dict(registry._EXERCISES))
+
+    def double(x):
+        return 2 * x
+
+    register(
+        Exercise(
+            id="double",
+            lesson="notebooks/99_extra.ipynb",
+            signature="double(x) -> 2 x",
+            checker=ArrayCheck(
+                name="double",
+                cases=lambda: [Case("x = [1, 2]", {"x": np.array([1.0, 2.0])})],
+                reference=lambda x: 2 * x,
+                shape_rule="the shape of x",
+            ),
+            solution=double,
+        )
+    )
+    assert "double" in exercise_ids()
+    assert check("double", double).passed
+    assert not check("double", lambda x: 3 * x).passed
+    assert solution("double").startswith("def double(x):")
+    with pytest.raises(ValueError, match="already used"):
+        register(Exercise("double", "notebooks/98_other.ipynb", "", check, double))
+
+
+def test_importing_the_checker_needs_only_numpy_and_the_standard_library():
+    code = (
+        "import json, sys, attnlab.exercises\n"
+        "top = {m.split('.')[0] for m in sys.modules if not m.startswith('_')}\n"
+        "print(json.dumps(sorted(top - set(sys.stdlib_module_names))))\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repo
+    )
+    assert set(json.loads(out.stdout)) <= {"attnlab", "numpy"}
+
+
+@pytest.mark.parametrize("timeout", [0, -1, "5", True])
+def test_a_bad_timeout_is_the_callers_error(timeout):
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        check("scores", solutions.scores, timeout=timeout)

@@ -1,0 +1,229 @@
+"""Tests for lesson 03's experiments (``attnlab.lessons.scaling``) and its ``entropy`` exercise.
+
+The Monte-Carlo tests use fixed seeds and generous tolerances: a few hundred rows
+per d_k pin a mean weight or entropy to within a few hundredths.
+"""
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+
+import attnlab
+from attnlab.exercises import check, exercise_ids, solution
+from attnlab.exercises import ex03_scaling as exercise
+from attnlab.exercises.registry import get_exercise
+from attnlab.lessons import scaling as lesson
+
+matplotlib.use("Agg")
+
+
+# ------------------------------------------------------------------ entropy
+
+
+def test_entropy_of_one_hot_uniform_and_known_rows():
+    p = np.array([[1.0, 0.0, 0.0, 0.0], [0.25] * 4, [0.5, 0.5, 0.0, 0.0]])
+    np.testing.assert_allclose(lesson.entropy(p), [0.0, math.log(4), math.log(2)], atol=1e-15)
+
+
+def test_entropy_handles_zeros_without_warnings(recwarn):
+    p = np.zeros((3, 5))
+    p[:, 2] = 1.0
+    assert np.array_equal(lesson.entropy(p), np.zeros(3))
+    assert not recwarn.list
+
+
+def test_entropy_axis_shapes_and_float32():
+    rng = np.random.default_rng(0)
+    p = attnlab.softmax(rng.normal(size=(2, 3, 4)))
+    assert lesson.entropy(p).shape == (2, 3)
+    np.testing.assert_allclose(lesson.entropy(p, axis=0), lesson.entropy(np.moveaxis(p, 0, -1)))
+    assert lesson.entropy(p.astype(np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("p", "error", "phrase"),
+    [
+        (np.array([0.5, np.nan]), ValueError, "NaN or inf"),
+        (np.array([1.5, -0.5]), ValueError, "negative"),
+        (np.float64(0.3), ValueError, "at least one dimension"),
+        (np.array(["a"]), TypeError, "real numbers"),
+    ],
+)
+def test_entropy_refuses_what_is_not_probabilities(p, error, phrase):
+    with pytest.raises(error, match=phrase):
+        lesson.entropy(p)
+
+
+# --------------------------------------------------------------- experiments
+
+
+def test_random_score_rows_have_variance_d_k():
+    for d_k in (1, 16, 256):
+        S = lesson.random_score_rows(d_k, n_keys=16, n_rows=1000, seed=1)
+        assert S.shape == (1000, 16)
+        assert abs(S.mean()) < 0.1 * math.sqrt(d_k)
+        assert S.var() == pytest.approx(d_k, rel=0.1)
+    a = lesson.random_score_rows(8, seed=4)
+    assert np.array_equal(a, lesson.random_score_rows(8, seed=4))
+
+
+def test_gap_sweep_goes_from_uniform_to_one_hot():
+    top, ent = lesson.gap_sweep([0.0, 5.0, 30.0], n_keys=16)
+    assert top[0] == pytest.approx(1 / 16) and ent[0] == pytest.approx(math.log(16))
+    assert top[1] == pytest.approx(math.exp(5) / (math.exp(5) + 15))
+    assert top[2] > 0.999999 and ent[2] < 1e-9
+    assert np.all(np.diff(top) > 0) and np.all(np.diff(ent) < 0)
+
+
+def test_raw_rows_saturate_and_scaled_rows_do_not():
+    sat = lesson.saturation_by_dk()
+    assert list(sat.d_ks) == [2**i for i in range(11)]
+    # Raw: the largest weight climbs towards 1, the entropy falls towards 0.
+    assert np.all(np.diff(sat.max_weight_raw) > 0)
+    assert np.all(np.diff(sat.entropy_raw) < 0)
+    assert sat.max_weight_raw[-1] > 0.9 and sat.entropy_raw[-1] < 0.2
+    # Scaled: the same numbers for every d_k, within Monte-Carlo noise.
+    assert np.ptp(sat.max_weight_scaled) < 0.06
+    assert np.ptp(sat.entropy_scaled) < 0.1
+    assert np.all(sat.entropy_scaled < math.log(16))
+    # d_k = 1: dividing by √1 changes nothing.
+    assert sat.max_weight_raw[0] == sat.max_weight_scaled[0]
+    # The scores' standard deviation is √d_k.
+    np.testing.assert_allclose(sat.score_std, np.sqrt(sat.d_ks), rtol=0.1)
+    # The Jacobian collapses for raw rows only.
+    assert sat.jacobian_raw[-1] < 1e-3 < 0.1 < sat.jacobian_scaled.min()
+    assert np.all(sat.jacobian_scaled <= 0.25) and np.all(sat.jacobian_raw <= 0.25)
+    assert sat.at(512)["max_weight_raw"] == sat.max_weight_raw[9]
+
+
+def test_largest_jacobian_entry():
+    assert lesson.largest_jacobian_entry(np.array([1.0, 0.0, 0.0])) == 0.0
+    assert lesson.largest_jacobian_entry(np.array([0.5, 0.5])) == pytest.approx(0.25)
+    assert lesson.largest_jacobian_entry(np.full((3, 4), 0.25)).shape == (3,)
+
+
+def test_power_variances_follow_d_k_to_the_one_minus_two_p():
+    d_ks = lesson.DK_GRID
+    measured = lesson.power_variances(d_ks)
+    assert measured.shape == (3, d_ks.size)
+    for p, row in zip(lesson.POWERS, measured, strict=True):
+        np.testing.assert_allclose(row, d_ks ** (1 - 2 * p), rtol=0.15)
+    np.testing.assert_allclose(measured[1], 1.0, rtol=0.15)
+
+
+def test_figures_have_titles_and_labels():
+    sat = lesson.saturation_by_dk(d_ks=(1, 4, 16), n_rows=50)
+    gaps = np.linspace(0, 10, 11)
+    figures = [
+        lesson.plot_softmax_rows(attnlab.softmax(np.array([[2.0, 1, 1], [20, 10, 10]])),
+                                 ["a", "b"]),
+        lesson.plot_gap_sweep(gaps, *lesson.gap_sweep(gaps), n_keys=16),
+        lesson.plot_saturation(sat),
+        lesson.plot_power_variances((1, 4, 16), lesson.power_variances((1, 4, 16), n_samples=100)),
+        lesson.plot_temperatures(np.array([3.0, 1.0, -2.0]), [1.0, 2.0], ["τ = 1", "τ = 2"]),
+        lesson.plot_jacobian(sat),
+    ]
+    for fig in figures:
+        for ax in fig.axes:
+            assert ax.get_title() or ax.get_title(loc="left") or fig.get_suptitle()
+            assert ax.get_xlabel()
+        matplotlib.pyplot.close(fig)
+
+
+# ------------------------------------------------------------ the exercise
+
+
+def entropy_loop(p):
+    out = []
+    for row in p:
+        out.append(-sum(x * math.log(x) for x in row if x > 0))
+    return out
+
+
+def entropy_nansum(p):
+    return -np.nansum(p * np.log(p), axis=1)
+
+
+def entropy_masked_log(p):
+    return -(p * np.log(p, where=p > 0, out=np.zeros_like(p))).sum(axis=-1)
+
+
+CORRECT = [
+    exercise.entropy,
+    entropy_loop,
+    entropy_nansum,
+    entropy_masked_log,
+    lambda p: -np.where(p > 0, p * np.log(np.clip(p, 1e-300, None)), 0.0).sum(axis=1),
+    lambda p: (p * np.log(1 / np.clip(p, 1e-300, None))).sum(-1).astype(np.float32),
+    lambda p: -(p * np.log(p + 1e-12)).sum(axis=-1),  # a tiny epsilon is close enough
+    lambda p: lesson.entropy(p),
+]
+
+
+@pytest.mark.parametrize("answer", CORRECT)
+def test_correct_entropy_answers_pass(answer):
+    result = check("entropy", answer)
+    assert result.passed, result.message
+    assert result.message.startswith("Well done!")
+
+
+MISTAKES = [
+    (lambda p: -(p * np.log(p)).sum(axis=-1), "0 · log 0"),
+    (lambda p: -np.nansum(p * np.log2(p), axis=1), "log base 2"),
+    (lambda p: -(p * np.log2(p)).sum(axis=-1), "log base 2"),
+    (lambda p: -np.nansum(p * np.log10(p), axis=1), "log base 10"),
+    (lambda p: -np.nansum(p * np.log(p), axis=0), "wrong axis"),
+    (lambda p: np.nansum(p * np.log(p), axis=1), "minus sign"),
+    (lambda p: -np.nansum(p * np.log(p)), "whole array"),
+    (lambda p: -(p[p > 0] * np.log(p[p > 0])).sum(), "p[p > 0]"),
+    (lambda p: -np.nansum(p * np.log(p), axis=1, keepdims=True), "keepdims"),
+    (lambda p: -np.nansum(p * np.log(p), axis=1) / p.shape[1], "mean"),
+    (lambda p: -np.log(p).sum(axis=1), "without weighting"),
+]
+
+
+@pytest.mark.parametrize(("answer", "phrase"), MISTAKES)
+def test_classic_entropy_mistakes_fail_and_are_named(answer, phrase):
+    result = check("entropy", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+    assert "Expected" in result.message and "Your `entropy` returned" in result.message
+
+
+def test_zero_rows_hint_and_range_hint():
+    # Right where p has no zeros, wrong where it has: the 0 · log 0 hint, with the `out` tip.
+    def half_fixed(p):
+        h = -np.nansum(p * np.log(p), axis=1)
+        return np.where((p == 0).any(axis=1), h + 0.3, h)
+
+    message = check("entropy", half_fixed).message
+    assert "0 · log 0" in message and "out=np.zeros_like(p)" in message
+    assert "larger than log(n)" in check("entropy", lambda p: entropy_nansum(p) * 1.5).message
+    assert "negative" in check("entropy", lambda p: entropy_nansum(p) - 2.0).message
+
+
+def test_odd_answers_fail_kindly():
+    assert "returned None" in check("entropy", lambda p: None).message
+    assert not check("entropy", lambda p: 1 / 0).passed
+    assert "haven't written" in check("entropy", _not_written).message
+
+
+def _not_written(p):
+    raise NotImplementedError
+
+
+def test_entropy_is_registered_for_lesson_03_with_its_solution():
+    assert "entropy" in exercise_ids()
+    record = get_exercise("entropy")
+    assert record.lesson == "notebooks/03_scaling.ipynb"
+    code = solution("entropy")
+    assert code.startswith("def entropy(p):") and "return" in code and "raise" not in code
+    assert check("entropy", exercise.entropy).passed
+
+
+def test_exercise_reference_agrees_with_the_course_function():
+    rng = np.random.default_rng(9)
+    p = attnlab.softmax(rng.normal(scale=30.0, size=(50, 12)))
+    np.testing.assert_allclose(exercise.reference_entropy(p), lesson.entropy(p), atol=1e-12)

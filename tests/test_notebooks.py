@@ -1,0 +1,145 @@
+"""What every lesson notebook, as committed, must be.
+
+nbval (in `make test`) re-runs each notebook and compares outputs; these
+tests check the saved file itself: what a learner sees on opening it fresh,
+and what nbgrader needs to release and grade it.
+"""
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import attnlab
+from attnlab.exercises import exercise_ids
+from attnlab.widgets._base import FALLBACK_NOTE
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def load(path):
+    return nbformat.read(path, as_version=4)
+
+
+def code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def test_the_lessons_are_there():
+    names = [p.name for p in NOTEBOOKS]
+    assert names and names[0] == "00_start_here.ipynb"
+    assert names == sorted(names)
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=lambda p: p.name)
+def nb(request):
+    return load(request.param)
+
+
+def test_saved_with_outputs_from_one_fresh_run(nb):
+    counts = [c.execution_count for c in code_cells(nb)]
+    assert counts == list(range(1, len(counts) + 1)), "re-run with `make notebooks`"
+
+
+def test_no_errors_no_stderr(nb):
+    for cell in code_cells(nb):
+        for out in cell.outputs:
+            assert out.output_type != "error", cell.source[:80]
+            assert not (out.output_type == "stream" and out.name == "stderr"), cell.source[:80]
+
+
+def test_no_local_paths_in_outputs(nb):
+    places = [str(ROOT), os.path.expanduser("~") + "/", tempfile.gettempdir() + "/",
+              "site-packages"]
+    text = json.dumps([c.outputs for c in code_cells(nb)])
+    for place in places:
+        assert place not in text
+
+
+def test_no_stale_widget_state(nb):
+    """Opened fresh (on Binder, say) a widget cell shows a note, never an error or a repr."""
+    assert "widgets" not in nb.metadata
+    for cell in code_cells(nb):
+        for out in cell.outputs:
+            data = out.get("data", {})
+            assert WIDGET_VIEW not in data
+            plain = "".join(data.get("text/plain", ""))
+            assert not re.match(r"^(VBox|HBox|Box|[A-Z]\w*Widget)\(", plain), plain[:80]
+
+
+def test_has_a_widget(nb):
+    notes = [c for c in code_cells(nb) for o in c.outputs
+             if FALLBACK_NOTE in "".join(o.get("data", {}).get("text/plain", ""))]
+    assert notes, "every lesson has at least one widget"
+
+
+def test_goals_and_check_yourself(nb):
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown").lower()
+    assert "learning goals" in text or "you will learn" in text
+    assert "check yourself" in text
+    assert "summary" in text
+
+
+def test_nbval_ignore_output_says_why(nb):
+    for cell in code_cells(nb):
+        if "nbval-ignore-output" in cell.metadata.get("tags", []):
+            first = cell.source.splitlines()[0] if cell.source else ""
+            assert re.match(r"#\s*nbval-ignore-output:\s*\S", first), cell.source[:80]
+
+
+def graded(nb):
+    return [c for c in nb.cells if "nbgrader" in c.metadata]
+
+
+def test_nbgrader_cells_are_well_formed(nb):
+    cells = graded(nb)
+    ids = [c.metadata.nbgrader["grade_id"] for c in cells]
+    assert len(ids) == len(set(ids)), "grade_ids must be unique"
+    for cell in cells:
+        meta = cell.metadata.nbgrader
+        assert meta["schema_version"] == 3
+        if meta["solution"]:
+            assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source
+            assert not meta["grade"] and not meta["locked"]
+        if meta["grade"]:
+            assert meta["locked"] and meta.get("points", 0) > 0
+            assert "check(" in cell.source and "assert" in cell.source
+
+
+def test_each_answer_is_followed_by_its_check(nb):
+    cells = nb.cells
+    for i, cell in enumerate(cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            exercise = meta["grade_id"].removesuffix("_answer")
+            after = cells[i + 1].metadata.get("nbgrader", {})
+            assert after.get("grade_id") == f"{exercise}_check"
+            assert exercise in exercise_ids()
+            assert re.search(rf"check\(\s*[\"']{exercise}[\"']", cells[i + 1].source)
+
+
+def test_has_a_graded_exercise(nb):
+    assert any(c.metadata.nbgrader.get("grade") for c in graded(nb))
+
+
+def test_learner_function_carries_the_exercise_name(nb):
+    for cell in graded(nb):
+        meta = cell.metadata.nbgrader
+        if meta["solution"]:
+            exercise = meta["grade_id"].removesuffix("_answer")
+            # a function for a function exercise, `answer_<id> = …` for a numeric question
+            pattern = rf"^(def {exercise}\(|answer_{exercise}\s*=)"
+            assert re.search(pattern, cell.source, re.M), exercise
+
+
+def test_every_registered_exercise_is_used_by_a_lesson():
+    used = {c.metadata.nbgrader["grade_id"].removesuffix("_answer")
+            for p in NOTEBOOKS for c in graded(load(p)) if c.metadata.nbgrader["solution"]}
+    assert set(exercise_ids()) <= used, set(exercise_ids()) - used
+    assert attnlab.check  # the checker the notebooks import

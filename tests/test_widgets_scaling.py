@@ -1,0 +1,105 @@
+"""The scaling strip of lesson 03: one score row, divided by d_k^p from ÷1 to ÷√d_k."""
+
+import re
+
+import numpy as np
+import pytest
+
+from attnlab import softmax
+from attnlab.lessons.scaling import entropy
+from attnlab.widgets import scaling_strip
+
+
+def status(widget) -> dict:
+    """The numbers of the animated text, e.g. "largest 0.999    entropy 0.01 nats"."""
+    text = widget.status.get_text()
+    largest = float(re.search(r"largest ([\d.]+)", text).group(1))
+    ent = float(re.search(r"entropy ([\d.]+) nats", text).group(1))
+    return {"largest": largest, "entropy": ent}
+
+
+def shown_weights(widget) -> np.ndarray:
+    return np.asarray(widget.strip.image.get_array(), dtype=float)[0]
+
+
+def test_builds_with_no_arguments_from_raw_scores():
+    w = scaling_strip()
+    assert set(w.controls) == {"p"}
+    assert w.controls["p"].value == 0.0
+    assert w.controls["p"].min == 0.0 and w.controls["p"].max == 0.5
+    assert w.view.image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert w.d_k == 256 and w.scores.shape == (10,)
+    # Raw q·k with d_k = 256: scores spread over tens, softmax nearly one-hot.
+    assert np.ptp(w.scores) > 20
+    np.testing.assert_allclose(shown_weights(w), softmax(w.scores))
+    assert status(w)["largest"] > 0.95
+    assert "(the raw scores)" in w.label.value
+    assert len(w.strip.texts) == 10
+
+
+def test_moving_to_sqrt_d_k_spreads_the_spike():
+    w = scaling_strip()
+    before_image, before = w.view.image.value, status(w)
+    w.controls["p"].value = 0.5
+    assert w.view.image.value != before_image
+    weights = softmax(w.scores / 16.0)
+    np.testing.assert_allclose(shown_weights(w), weights)
+    after = status(w)
+    assert after["largest"] == pytest.approx(weights.max(), abs=5e-4)
+    assert after["entropy"] == pytest.approx(float(entropy(weights)), abs=5e-3)
+    assert after["largest"] < before["largest"] - 0.3
+    assert after["entropy"] > before["entropy"] + 1.0
+    assert "÷ <b>16.00</b> = √d_k" in w.label.value
+    assert [t.get_text() for t in w.strip.texts] == [f"{v:.2f}" for v in weights]
+
+
+def test_every_step_divides_by_d_k_to_the_p_and_entropy_grows():
+    w = scaling_strip()
+    entropies = []
+    for p in (0.1, 0.2, 0.3, 0.4, 0.5):
+        w.controls["p"].value = p
+        divisor = 256.0**p
+        np.testing.assert_allclose(shown_weights(w), softmax(w.scores / divisor))
+        assert f"÷ <b>{divisor:.2f}</b>" in w.label.value
+        entropies.append(status(w)["entropy"])
+    assert entropies == sorted(entropies)
+
+
+def test_d_k_alone_builds_a_row_of_that_length():
+    small, large = scaling_strip(d_k=4), scaling_strip(d_k=1024)
+    assert small.d_k == 4 and large.d_k == 1024
+    assert np.abs(small.scores).max() < np.abs(large.scores).max()
+    large.controls["p"].value = 0.5
+    assert "÷ <b>32.00</b> = √d_k" in large.label.value
+
+
+def test_learner_scores_with_their_d_k():
+    s = np.array([12.0, -4.0, 3.0, 0.0, 8.0])
+    w = scaling_strip(scores=s, d_k=64)
+    np.testing.assert_allclose(shown_weights(w), softmax(s))
+    assert len(w.strip.texts) == 5
+    w.controls["p"].value = 0.5
+    np.testing.assert_allclose(shown_weights(w), softmax(s / 8.0))
+    # Integers and lists are fine too; 16 keys is the most.
+    w16 = scaling_strip(scores=list(range(16)), d_k=9)
+    assert w16.scores.dtype == float and len(w16.strip.texts) == 16
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "phrase"),
+    [
+        ({"scores": [1.0, 2.0]}, ValueError, "d_k is needed"),
+        ({"scores": [[1.0, 2.0]], "d_k": 4}, ValueError, "scores must be one row"),
+        ({"scores": [1.0], "d_k": 4}, ValueError, "between 2 and 16"),
+        ({"scores": np.arange(17.0), "d_k": 4}, ValueError, "between 2 and 16"),
+        ({"scores": [1.0, np.nan], "d_k": 4}, ValueError, "scores must be finite"),
+        ({"scores": ["a", "b"], "d_k": 4}, TypeError, "scores must be real numbers"),
+        ({"scores": [True, False], "d_k": 4}, TypeError, "scores must be real numbers"),
+        ({"d_k": 0}, ValueError, "d_k must be at least 1"),
+        ({"d_k": 2.5}, TypeError, "d_k must be a whole number"),
+        ({"scores": [1.0, 2.0], "d_k": "64"}, TypeError, "d_k must be a whole number"),
+    ],
+)
+def test_bad_data_raises_a_clear_error(kwargs, error, phrase):
+    with pytest.raises(error, match=phrase):
+        scaling_strip(**kwargs)

@@ -1,0 +1,140 @@
+"""qkv_explorer: built headless, driven from code (no timing assertions)."""
+
+import numpy as np
+import pytest
+
+import attnlab
+from attnlab.data import worked_example
+from attnlab.widgets import qkv_explorer
+from attnlab.widgets.values import format_matrix, parse_matrix
+
+
+def heights(bars):
+    return np.array([bar.get_height() for bar in bars.patches])
+
+
+def test_default_shows_the_worked_example():
+    w = qkv_explorer()
+    ex = worked_example()
+    out, weights = attnlab.attention(ex.Q, ex.K, ex.V, return_weights=True)
+    panels = w.view  # the view exists and has an image
+    assert panels.image.value
+    assert set(w.controls) == {"query"}
+    assert set(w.inputs) == {"Q", "K", "V", "apply", "message"}
+    assert "t0" in w.children[2].value
+
+
+def test_query_control_changes_view_and_numbers():
+    w = qkv_explorer()
+    ex = worked_example()
+    out, weights = attnlab.attention(ex.Q, ex.K, ex.V, return_weights=True)
+    before = w.view.image.value
+    for i in (2, 1, 3):
+        w.controls["query"].value = i
+        after = w.view.image.value
+        assert after != before
+        before = after
+        panels = w.view.figure.axes
+        raw = np.array([b.get_height() for b in panels[0].patches])
+        np.testing.assert_allclose(raw, ex.Q[i] @ ex.K.T, atol=1e-12)
+        scaled = np.array([b.get_height() for b in panels[1].patches])
+        np.testing.assert_allclose(scaled, ex.Q[i] @ ex.K.T / np.sqrt(8), atol=1e-12)
+        drawn = np.array([b.get_height() for b in panels[2].patches])
+        np.testing.assert_allclose(drawn, weights[i])
+        texts = [t.get_text() for t in panels[2].texts]
+        assert texts == [f"{x:.2f}" for x in weights[i]]
+        # The output panel has the grey range bars first, then the output bars.
+        drawn_out = np.array([b.get_height() for b in panels[3].patches[8:]])
+        np.testing.assert_allclose(drawn_out, out[i])
+        assert f"query t{i}" in w.children[2].value
+        assert f"{out[i][0]:.3f}" in w.children[2].value
+
+
+def test_learner_data_and_labels():
+    Q = [[1.0, 0.0], [0.0, 1.0]]
+    K = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+    V = [[1.0], [2.0], [3.0]]
+    w = qkv_explorer(Q, K, V, labels=["a", "b", "c"])
+    # Two queries and three keys: the queries get their own names.
+    assert [o[0] for o in w.controls["query"].options] == ["q0", "q1"]
+    first = w.view.image.value
+    w.controls["query"].value = 1
+    assert w.view.image.value != first
+    out = attnlab.attention(np.array(Q), np.array(K), np.array(V))
+    assert f"{out[1, 0]:.3f}" in w.children[2].value
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"Q": np.ones((2, 3))}, ValueError, "together"),
+        ({"Q": np.ones((2, 3)), "K": np.ones((2, 4)), "V": np.ones((2, 2))}, ValueError,
+         "same number of columns as Q"),
+        ({"Q": np.ones((2, 3)), "K": np.ones((2, 3)), "V": np.ones((3, 2))}, ValueError,
+         "one row per key"),
+        ({"Q": np.ones(3), "K": np.ones((2, 3)), "V": np.ones((2, 2))}, ValueError, "Q must"),
+        ({"Q": np.ones((2, 3)), "K": [["a", "b", "c"]] * 2, "V": np.ones((2, 2))}, TypeError,
+         "K must hold real numbers"),
+        ({"Q": np.ones((2, 3)), "K": np.ones((2, 3)), "V": [[1.0, np.nan]] * 2}, ValueError,
+         "V must hold finite"),
+        ({"Q": np.ones((9, 3)), "K": np.ones((2, 3)), "V": np.ones((2, 2))}, ValueError,
+         "Q has 9 rows"),
+        ({"labels": ["a", "b"]}, ValueError, "labels must name each of the 4"),
+        ({"labels": "abcd"}, TypeError, "labels must be a list"),
+    ],
+)
+def test_bad_data_raises_clear_errors(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        qkv_explorer(**kwargs)
+
+
+def test_typed_matrices_replace_the_data():
+    w = qkv_explorer()
+    before = w.view.image.value
+    w.inputs["Q"].value = "1 0\n0 1\n1 1"
+    w.inputs["K"].value = "1, 0; 0, 1; 2, 2"
+    w.inputs["V"].value = "[[1, 2, 3], [4, 5, 6], [-1, 0, 1]]"
+    w.inputs["apply"].click()
+    assert "Showing your matrices" in w.inputs["message"].value
+    assert w.view.image.value != before
+    assert [o[1] for o in w.controls["query"].options] == [0, 1, 2]
+    # Three keys, not four: the default names t0..t2 are used.
+    assert "t2" in w.children[2].value
+    Q = np.array([[1, 0], [0, 1], [1, 1]], float)
+    K = np.array([[1, 0], [0, 1], [2, 2]], float)
+    V = np.array([[1, 2, 3], [4, 5, 6], [-1, 0, 1]], float)
+    out = attnlab.attention(Q, K, V)
+    w.controls["query"].value = 2
+    assert f"{out[2, 2]:.3f}" in w.children[2].value
+    weights = np.array([b.get_height() for b in w.view.figure.axes[2].patches])
+    np.testing.assert_allclose(weights, attnlab.softmax(Q[2] @ K.T / np.sqrt(2)))
+
+
+@pytest.mark.parametrize(
+    ("box", "text", "words"),
+    [
+        ("K", "1 2; 3 4", "K needs the same number of columns as Q (d_k = 8)"),
+        ("V", "1 2\n3 4", "V needs one row per key"),
+        ("Q", "1 2 x", "'x' is not a number"),
+        ("Q", "1 2\n3", "every row needs the same number of entries"),
+        ("Q", "", "Q is empty"),
+        ("K", "nan 1", "finite"),
+    ],
+)
+def test_bad_typed_text_shows_a_message_and_keeps_the_view(box, text, words):
+    w = qkv_explorer()
+    before = w.view.image.value
+    w.inputs[box].value = text
+    w.inputs["apply"].click()  # must not raise
+    assert words in w.inputs["message"].value
+    assert w.view.image.value == before
+    w.controls["query"].value = 1
+    assert w.view.image.value != before
+
+
+def test_parse_and_format_round_trip():
+    M = worked_example().V
+    parsed, problem = parse_matrix(format_matrix(M), "V")
+    assert problem is None
+    np.testing.assert_array_equal(parsed, M)
+    assert parse_matrix(None, "Q")[1] is not None
