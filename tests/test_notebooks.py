@@ -143,3 +143,11 @@ def test_every_registered_exercise_is_used_by_a_lesson():
             for p in NOTEBOOKS for c in graded(load(p)) if c.metadata.nbgrader["solution"]}
     assert set(exercise_ids()) <= used, set(exercise_ids()) - used
     assert attnlab.check  # the checker the notebooks import
+
+
+def test_no_cell_relies_on_a_trailing_semicolon(nb):
+    """nbval runs cells without storing history, and IPython then cannot see a final `;`:
+    the cell's value would be shown after all. End plotting cells with plt.show()."""
+    for cell in code_cells(nb):
+        last = cell.source.rstrip().split("\n")[-1].strip() if cell.source.strip() else ""
+        assert not (last.endswith(";") and not last.startswith("#")), cell.source[:80]

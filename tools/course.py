@@ -35,8 +35,8 @@ CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
 MANIFEST = ".attnlab-copies.json"
 
 
-def lessons(folder: Path = LESSONS) -> list[Path]:
-    return sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+def lessons(folder: Path | None = None) -> list[Path]:
+    return sorted((folder or LESSONS).glob("[0-9][0-9]_*.ipynb"))
 
 
 # --- student versions, by nbgrader's rules ---------------------------------------
@@ -146,7 +146,7 @@ def nbgrader_api(root: Path, **config):
     return NbGraderAPI(config=cfg)
 
 
-def sync_sources(root: Path, source: Path = LESSONS) -> list[str]:
+def sync_sources(root: Path, source: Path | None = None) -> list[str]:
     """Copy each lesson to <root>/source/<id>/<id>.ipynb, nbgrader's layout."""
     ids = []
     for lesson in lessons(source):
