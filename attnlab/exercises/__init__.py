@@ -17,6 +17,8 @@ from . import (
     ex03_scaling,  # noqa: F401
     ex04_softmax,  # noqa: F401
     ex05_values,  # noqa: F401
+    ex06_full_attention,  # noqa: F401
+    ex07_ablation,  # noqa: F401
 )
 from .api import check, solution
 from .registry import Exercise, exercise_ids, register

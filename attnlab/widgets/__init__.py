@@ -18,6 +18,8 @@ FACTORIES = {
     "scaling_strip": "scaling",
     "softmax_explorer": "softmax",
     "qkv_explorer": "values",
+    "pattern_gallery": "full_attention",
+    "ablation_curves": "ablation",
 }
 
 __all__ = sorted(FACTORIES)

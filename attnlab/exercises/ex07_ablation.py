@@ -1,0 +1,158 @@
+"""Exercise ``softmax_backward``: the gradient through softmax, without the Jacobian.
+
+Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backward import softmax_backward as reference_softmax_backward
+from .arraycheck import ArrayCheck, Case
+from .inputs import generator, readable
+from .mistakes import Mistake, softmax_rows
+from .registry import Exercise, register
+
+LESSON = "notebooks/07_does_scaling_matter.ipynb"
+
+
+# ------------------------------------------------------ reference solution
+
+
+def softmax_backward(p, grad_p):
+    dot = (grad_p * p).sum(axis=-1, keepdims=True)  # Σ_j g_j p_j: one number per row
+    return p * (grad_p - dot)
+
+
+# ------------------------------------------------------------ test inputs
+
+
+def backward_cases() -> list[Case]:
+    rng = generator(707)
+    peaked = softmax_rows(np.array([[6.0, 0.0, -1.0, 0.5], [0.0, 0.1, 0.2, 0.3]]))
+    # The square case comes first: a sum without keepdims runs there (and can be named),
+    # where on other shapes it stops with a broadcasting error.
+    return [
+        Case("square p and grad_p (3×3)",
+             {"p": softmax_rows(readable(rng, 3, 3)), "grad_p": readable(rng, 3, 3)}),
+        Case("p and grad_p (2×5)",
+             {"p": softmax_rows(readable(rng, 2, 5, scale=2.0)), "grad_p": readable(rng, 2, 5)}),
+        Case("a peaked row and a flat row (2×4)", {"p": peaked, "grad_p": readable(rng, 2, 4)}),
+        Case("a single row (1×6)",
+             {"p": softmax_rows(readable(rng, 1, 6)), "grad_p": readable(rng, 1, 6)}),
+    ]
+
+
+# --------------------------------------------------------- known mistakes
+
+_FORMULA = "∂L/∂x = p ⊙ (g − Σ_j g_j p_j), that is `p * (grad_p - (grad_p * p).sum(axis=-1, " \
+    "keepdims=True))`"
+
+
+def _dot(p, g, axis=-1, keepdims=True):
+    return (g * p).sum(axis=axis, keepdims=keepdims)
+
+
+def _one_row_jacobian(p, g):
+    J = np.diag(p[0]) - np.outer(p[0], p[0])
+    return g @ J
+
+
+def _one_softmax_over_everything(p, g):
+    flat_p, flat_g = p.ravel(), g.ravel()
+    J = np.diag(flat_p) - np.outer(flat_p, flat_p)
+    return (J @ flat_g).reshape(p.shape)
+
+
+BACKWARD_MISTAKES = (
+    Mistake(
+        "You returned grad_p unchanged. Softmax sits between x and p, so the gradient has to "
+        f"pass through it: every entry depends on the whole row. {_FORMULA}.",
+        lambda p, g: g,
+    ),
+    Mistake(
+        "You forgot the factor p ⊙ in front: the Jacobian's entries are p_i (δ_ij − p_j), so "
+        f"every entry of the result carries its own p_i. {_FORMULA}.",
+        lambda p, g: g - _dot(p, g),
+    ),
+    Mistake(
+        "You computed p ⊙ g but forgot to subtract Σ_j g_j p_j, the off-diagonal part "
+        "−p pᵀ of the Jacobian: raising one score lowers every other weight, and that "
+        f"comes back in the gradient. {_FORMULA}.",
+        lambda p, g: p * g,
+    ),
+    Mistake(
+        "Your sign is flipped: you computed p ⊙ (Σ_j g_j p_j − g). Raising x_i raises p_i, so "
+        f"the diagonal of the Jacobian is positive. {_FORMULA}.",
+        lambda p, g: p * (_dot(p, g) - g),
+    ),
+    Mistake(
+        "You summed over the wrong axis (axis 0, down the columns). Each row is its own "
+        "softmax, so Σ_j g_j p_j runs along the last axis: `(grad_p * p).sum(axis=-1, "
+        "keepdims=True)`.",
+        lambda p, g: p * (g - _dot(p, g, axis=0)),
+    ),
+    Mistake(
+        "A sum without `keepdims=True`: `(grad_p * p).sum(axis=-1)` has shape (n_rows,), "
+        "which broadcasts along the wrong axis, so entry (i, j) gets row j's sum subtracted. "
+        "Use `.sum(axis=-1, keepdims=True)` (or `[:, None]`) to keep it a column.",
+        lambda p, g: p * (g - _dot(p, g, keepdims=False)),
+    ),
+    Mistake(
+        "You used the Jacobian of the first row for every row. Each row of p is its own "
+        "softmax with its own Jacobian diag(p_r) − p_r p_rᵀ; better still, skip the matrix: "
+        f"{_FORMULA}.",
+        _one_row_jacobian,
+    ),
+    Mistake(
+        "You treated the whole array as one softmax (one big Jacobian over all entries), so "
+        f"rows leak into each other. Each row is a softmax of its own: {_FORMULA}.",
+        _one_softmax_over_everything,
+    ),
+    Mistake(
+        "You subtracted the plain sum Σ_j g_j; it has to be weighted by the probabilities, "
+        f"Σ_j g_j p_j. {_FORMULA}.",
+        lambda p, g: p * (g - g.sum(axis=-1, keepdims=True)),
+    ),
+    Mistake(
+        "You subtracted the mean of g; it has to be the mean weighted by the probabilities, "
+        f"Σ_j g_j p_j. {_FORMULA}.",
+        lambda p, g: p * (g - g.mean(axis=-1, keepdims=True)),
+    ),
+)
+
+
+def _rows_sum_to_zero_hint(got, want, inputs):
+    got = got.astype(np.float64)
+    if got.shape != want.shape or not np.isfinite(got).all():
+        return None
+    if np.allclose(got.sum(axis=-1), 0.0, atol=1e-6):
+        return None
+    return (
+        "Each row of ∂L/∂x should sum to 0: adding the same number to every score of a row "
+        f"changes no weight, so the loss can't change either. Yours don't. {_FORMULA}."
+    )
+
+
+# --------------------------------------------------------------- register
+
+register(
+    Exercise(
+        id="softmax_backward",
+        lesson=LESSON,
+        signature="softmax_backward(p, grad_p) -> ∂L/∂x like p, rows of p = softmax(x)",
+        checker=ArrayCheck(
+            name="softmax_backward",
+            cases=backward_cases,
+            reference=reference_softmax_backward,
+            shape_rule="the shape of p and grad_p, one gradient entry per score",
+            mistakes=BACKWARD_MISTAKES,
+            hints=(_rows_sum_to_zero_hint,),
+            shape_hint=(
+                "`(grad_p * p).sum(axis=-1)` drops the last axis; keep it with "
+                "`keepdims=True` (or add `[:, None]`) so each row's sum lines up with that row."
+            ),
+        ),
+        solution=softmax_backward,
+    ),
+)

@@ -1,0 +1,710 @@
+"""Lesson 07: does dividing by √d_k matter when one attention layer is trained?
+
+The task, the model, its hand-derived gradients, the training loop, the ablation
+experiments and the lesson's figures for ``notebooks/07_does_scaling_matter.ipynb``.
+NumPy only; matplotlib is imported by the figure functions alone.
+
+**Task (key–value retrieval).** A sequence holds ``n_pairs`` (key, value) pairs with
+distinct keys from a vocabulary of ``n_keys`` tokens and values from ``n_values``
+tokens, then a query equal to one of the keys. The answer is the value paired with
+that key. Each pair is one position of the sequence, embedded as
+``x_j = (E_key[k_j] + E_value[v_j]) / √2``; the query is ``x_q = E_key[q]``. Every entry
+of the fixed random embeddings is N(0, 1), so every entry of x_j and x_q has variance 1.
+
+**Model (one attention layer).** With learned W_Q, W_K ``(d_model, d_k)``, W_V
+``(d_model, d_v)``, W_O ``(d_v, n_values)`` and b ``(n_values,)``::
+
+    q = x_q W_Q,   K = X W_K,   V = X W_V,   o = softmax(q Kᵀ · scale) V,
+    z = o W_O + b,   L = −log softmax(z)_y   (averaged over the batch)
+
+Several models (one per seed and divisor) train side by side: every parameter has a
+leading "model" axis M, and every batch has shape ``(M, B, ...)``. The models never mix:
+each one's loss depends on its own parameters only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..attention import attention
+from ..backward import attention_backward, softmax_backward
+from ..softmax import softmax
+from .scaling import entropy
+
+# The divisors τ of the scores that the experiments compare, by name: the scores are
+# multiplied by scale = 1/τ. "1" is no scaling at all; the others are multiples of √d_k.
+DIVISORS = ("1", "0.5√d_k", "√d_k", "2√d_k")
+_MULTIPLE_OF_ROOT = {"0.5√d_k": 0.5, "√d_k": 1.0, "2√d_k": 2.0}
+
+D_KS = (16, 64, 256)
+SEEDS = (0, 1, 2)
+STEPS = 200
+BATCH = 32
+LEARNING_RATE = 1e-2
+# Accuracy curves are averaged over this many steps (WINDOW × BATCH fresh sequences).
+WINDOW = 10
+EVAL_SEQUENCES = 1024
+
+PARAMETERS = ("W_Q", "W_K", "W_V", "W_O", "b")
+
+# OpenBLAS runs a matrix product on one thread when m·n·k is at most this.
+_SMALL_PRODUCT = 1 << 18
+
+
+def divisor_value(divisor: str, d_k: int) -> float:
+    """The number τ that a named divisor stands for at this d_k: "1" → 1, "2√d_k" → 2√d_k.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    if divisor == "1":
+        return 1.0
+    if divisor not in _MULTIPLE_OF_ROOT:
+        raise ValueError(f"divisor must be one of {DIVISORS}, got {divisor!r}.")
+    return _MULTIPLE_OF_ROOT[divisor] * float(np.sqrt(d_k))
+
+
+# ------------------------------------------------------------------- task
+
+
+@dataclass(frozen=True)
+class Task:
+    """The retrieval task: vocabulary sizes and the fixed random embeddings.
+
+    ``E_key (n_keys, d_model)`` and ``E_value (n_values, d_model)`` have N(0, 1) entries.
+    """
+
+    n_keys: int
+    n_values: int
+    n_pairs: int
+    d_model: int
+    E_key: np.ndarray = field(repr=False)
+    E_value: np.ndarray = field(repr=False)
+
+
+def make_task(n_keys: int = 16, n_values: int = 16, n_pairs: int = 6, d_model: int = 32,
+              seed: int = 7) -> Task:
+    """A retrieval task with seeded random embeddings (entries N(0, 1)).
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    if not 1 <= n_pairs <= n_keys:
+        raise ValueError(f"n_pairs must be between 1 and n_keys = {n_keys}, got {n_pairs}.")
+    rng = np.random.default_rng(seed)
+    return Task(n_keys, n_values, n_pairs, d_model,
+                rng.standard_normal((n_keys, d_model)), rng.standard_normal((n_values, d_model)))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Sequences of the task as token ids.
+
+    ``keys``, ``values``: ``(..., n_pairs)``; ``query``, ``target``: ``(...)``.
+    """
+
+    keys: np.ndarray
+    values: np.ndarray
+    query: np.ndarray
+    target: np.ndarray
+
+
+def sample_batch(task: Task, rng: np.random.Generator, size: int) -> Batch:
+    """``size`` random sequences: distinct keys, random values, and a query among the keys.
+
+    Shapes: ``keys``, ``values`` ``(size, n_pairs)``; ``query``, ``target`` ``(size,)``.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    # The first n_pairs entries of a random permutation: distinct keys.
+    keys = np.argsort(rng.random((size, task.n_keys)), axis=-1)[:, : task.n_pairs]
+    values = rng.integers(0, task.n_values, size=(size, task.n_pairs))
+    which = rng.integers(0, task.n_pairs, size=size)
+    rows = np.arange(size)
+    return Batch(keys, values, keys[rows, which], values[rows, which])
+
+
+def stack(batches: Iterable[Batch]) -> Batch:
+    """One batch per model, stacked along a new leading model axis."""
+    batches = list(batches)
+    return Batch(*(np.stack([getattr(b, name) for b in batches])
+                   for name in ("keys", "values", "query", "target")))
+
+
+def embed(task: Task, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+    """The pair tokens X and the query token x_q of every sequence.
+
+    Formula: ``x_j = (E_key[k_j] + E_value[v_j]) / √2`` (the √2 keeps each entry's
+    variance at 1), ``x_q = E_key[q]``.
+
+    Shapes: X ``(..., n_pairs, d_model)``, x_q ``(..., 1, d_model)``.
+    """
+    X = (task.E_key[batch.keys] + task.E_value[batch.values]) / np.sqrt(2.0)
+    return X, task.E_key[batch.query][..., None, :]
+
+
+def describe(batch: Batch, index: int = 0) -> str:
+    """One sequence written out, e.g. ``(k3 → v7) (k11 → v2) … | query k11 → answer v2``."""
+    pairs = "  ".join(f"(k{k} → v{v})" for k, v in zip(batch.keys[index], batch.values[index],
+                                                       strict=True))
+    return f"{pairs}   | query k{batch.query[index]}  → answer v{batch.target[index]}"
+
+
+# ------------------------------------------------------------------ model
+
+
+def init_params(task: Task, d_k: int, seeds=SEEDS, d_v: int = 32) -> dict[str, np.ndarray]:
+    """Initial parameters of one model per seed, stacked along a leading model axis.
+
+    Every matrix W ``(d_in, d_out)`` has N(0, 1/d_in) entries, so that ``x W`` has
+    entries of variance ≈ 1 when x has (a sum of d_in terms of variance 1/d_in each).
+    The queries and keys therefore start like the random vectors of lesson 02, and the
+    raw scores ``q · k`` have variance ≈ d_k. b starts at 0.
+
+    Shapes: ``W_Q``, ``W_K`` ``(M, d_model, d_k)``, ``W_V`` ``(M, d_model, d_v)``,
+    ``W_O`` ``(M, d_v, n_values)``, ``b`` ``(M, n_values)`` with M = len(seeds).
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    shapes = {"W_Q": (task.d_model, d_k), "W_K": (task.d_model, d_k),
+              "W_V": (task.d_model, d_v), "W_O": (d_v, task.n_values)}
+    per_seed = []
+    for seed in seeds:
+        rng = np.random.default_rng([seed, 1])
+        p = {name: rng.standard_normal(shape) / np.sqrt(shape[0]) for name, shape in
+             shapes.items()}
+        p["b"] = np.zeros(task.n_values)
+        per_seed.append(p)
+    return {name: np.stack([p[name] for p in per_seed]) for name in PARAMETERS}
+
+
+def linear(x: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """A linear layer, one weight matrix per model.
+
+    Formula: ``y = x W``. Shapes: x ``(M, ..., n, d_in)``, W ``(M, d_in, d_out)`` →
+    y ``(M, ..., n, d_out)``.
+    """
+    return x @ W.reshape(W.shape[0], *([1] * (x.ndim - 3)), *W.shape[1:])
+
+
+def linear_backward(x: np.ndarray, W: np.ndarray, grad_y: np.ndarray, *, grad_input=True):
+    """Gradients of a linear layer ``y = x W``, given ``grad_y = ∂L/∂y``.
+
+    Formula: ``y_nj = Σ_i x_ni W_ij``, so ``∂L/∂W_ij = Σ_n x_ni (∂L/∂y_nj)``, that is
+    ``∂L/∂W = xᵀ ∂L/∂y`` summed over every sequence of the batch, and
+    ``∂L/∂x = ∂L/∂y Wᵀ`` (skipped with ``grad_input=False``, for inputs that don't learn).
+
+    Shapes: x ``(M, ..., n, d_in)``, W ``(M, d_in, d_out)``, grad_y ``(M, ..., n, d_out)``
+    → (grad_x like x or None, grad_W like W).
+    """
+    M, d_in, d_out = W.shape
+    rows_x, rows_g = x.reshape(M, -1, d_in), grad_y.reshape(M, -1, d_out)
+    # The sum over all rows, in chunks small enough that BLAS keeps each product on one
+    # thread: on a busy machine that is several times quicker than one big threaded product.
+    chunk = max(1, _SMALL_PRODUCT // (d_in * d_out))
+    grad_W = np.zeros_like(W)
+    for start in range(0, rows_x.shape[1], chunk):
+        rows = slice(start, start + chunk)
+        grad_W += np.swapaxes(rows_x[:, rows], -1, -2) @ rows_g[:, rows]
+    grad_x = linear(grad_y, np.swapaxes(W, -1, -2)) if grad_input else None
+    return grad_x, grad_W
+
+
+def softmax_cross_entropy(z: np.ndarray, target: np.ndarray):
+    """Mean cross-entropy of the logits z against the target ids, and its gradient.
+
+    Formula: ``L = mean_n (log Σ_j e^{z_nj} − z_{n,y_n})`` (written with the row maximum
+    subtracted, so nothing overflows), and ``∂L/∂z_nj = (softmax(z_n)_j − [j = y_n]) / B``:
+    softmax's backward pass with ``∂L/∂p = −1/p_y`` at the target (see the lesson).
+
+    Shapes: z ``(M, B, n_classes)``, target ``(M, B)`` → (loss ``(M,)``, grad like z).
+    """
+    shifted = z - z.max(axis=-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    picked = np.take_along_axis(log_p, target[..., None], axis=-1)[..., 0]
+    grad = np.exp(log_p)
+    np.put_along_axis(grad, target[..., None],
+                      np.take_along_axis(grad, target[..., None], axis=-1) - 1.0, axis=-1)
+    grad /= z.shape[-2]
+    return -picked.mean(axis=-1), grad
+
+
+@dataclass
+class Forward:
+    """What the forward pass keeps for the backward pass (shapes in :func:`forward`)."""
+
+    X: np.ndarray
+    x_q: np.ndarray
+    q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    o: np.ndarray
+    weights: np.ndarray
+    logits: np.ndarray
+    scale: np.ndarray  # () or one per model (M,)
+    q_in: np.ndarray  # the queries as attention receives them
+    attention_scale: float  # the scale attention receives
+
+
+def forward(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale) -> Forward:
+    """The model's forward pass on a batch of shape ``(M, B)`` (one row of sequences per model).
+
+    ``scale``: one number, or one per model ``(M,)``. Per-model scales are applied to the
+    queries, ``(scale·q)·k = scale·(q·k)``, and attention is called with scale 1: the same
+    scores, and models with different divisors can train side by side.
+
+    Shapes: q ``(M, B, 1, d_k)``, K ``(M, B, n_pairs, d_k)``, V ``(M, B, n_pairs, d_v)``,
+    o ``(M, B, 1, d_v)``, weights ``(M, B, 1, n_pairs)``, logits ``(M, B, n_values)``.
+    """
+    X, x_q = embed(task, batch)
+    q, K, V = linear(x_q, params["W_Q"]), linear(X, params["W_K"]), linear(X, params["W_V"])
+    scale = np.asarray(scale, dtype=float)
+    if scale.ndim:
+        q_in, attention_scale = q * scale.reshape(-1, 1, 1, 1), 1.0
+    else:
+        q_in, attention_scale = q, float(scale)
+    o, weights = attention(q_in, K, V, scale=attention_scale, return_weights=True)
+    logits = linear(o, params["W_O"])[..., 0, :] + params["b"][:, None, :]
+    return Forward(X, x_q, q, K, V, o, weights, logits, scale, q_in, attention_scale)
+
+
+def loss_and_grads(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale):
+    """Loss, gradients of every parameter, and what to record, for each model.
+
+    Backward pass, from the loss to the parameters:
+    ``∂L/∂z`` (softmax cross-entropy) → W_O, b and ``∂L/∂o`` (linear layer) →
+    ``∂L/∂q, ∂L/∂K, ∂L/∂V`` (``attnlab.attention_backward``) → W_Q, W_K, W_V (linear).
+    ``scale``: one number, or one per model (see :func:`forward`).
+
+    Returns ``(loss (M,), grads {name: like params}, stats)``, where stats holds the
+    batch accuracy ``(M,)`` and the mean entropy of the query's attention row ``(M,)``.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    f = forward(params, task, batch, scale)
+    loss, grad_z = softmax_cross_entropy(f.logits, batch.target)
+    grad_o, grad_W_O = linear_backward(f.o, params["W_O"], grad_z[..., None, :])
+    grad_q, grad_K, grad_V = attention_backward(f.q_in, f.K, f.V, grad_o,
+                                                scale=f.attention_scale)
+    if f.scale.ndim:  # q_in = scale·q
+        grad_q = grad_q * f.scale.reshape(-1, 1, 1, 1)
+    grads = {
+        "W_Q": linear_backward(f.x_q, params["W_Q"], grad_q, grad_input=False)[1],
+        "W_K": linear_backward(f.X, params["W_K"], grad_K, grad_input=False)[1],
+        "W_V": linear_backward(f.X, params["W_V"], grad_V, grad_input=False)[1],
+        "W_O": grad_W_O,
+        "b": grad_z.sum(axis=1),
+    }
+    stats = {"accuracy": (f.logits.argmax(axis=-1) == batch.target).mean(axis=-1),
+             "entropy": entropy(f.weights[..., 0, :]).mean(axis=-1)}
+    return loss, grads, stats
+
+
+def loss_only(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale: float):
+    """The loss of each model ``(M,)``, without gradients (for finite differences)."""
+    return softmax_cross_entropy(forward(params, task, batch, scale).logits, batch.target)[0]
+
+
+# -------------------------------------------------------- gradient check
+
+
+def gradient_check(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale: float,
+                   h: float = 1e-6) -> dict[str, float]:
+    """Largest relative error between the backward pass and central differences, per parameter.
+
+    Formula: ``∂L/∂θ ≈ (L(θ + h) − L(θ − h)) / 2h`` for every single entry θ (error
+    O(h²)), and relative error ``|a − n| / max(|a| + |n|, 1e-12)`` between the
+    analytic gradient a and the numeric n. Use float64 and a tiny model: it costs two
+    forward passes per parameter entry.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    _, grads, _ = loss_and_grads(params, task, batch, scale)
+    errors = {}
+    for name in PARAMETERS:
+        numeric = np.zeros_like(params[name])
+        for index in np.ndindex(params[name].shape):
+            nudged = {k: v.copy() for k, v in params.items()}
+            nudged[name][index] += h
+            up = loss_only(nudged, task, batch, scale).sum()
+            nudged[name][index] -= 2 * h
+            down = loss_only(nudged, task, batch, scale).sum()
+            numeric[index] = (up - down) / (2 * h)
+        diff = np.abs(grads[name] - numeric)
+        errors[name] = float((diff / np.maximum(np.abs(grads[name]) + np.abs(numeric),
+                                                1e-12)).max())
+    return errors
+
+
+# ------------------------------------------------------------- training
+
+
+class Adam:
+    """Adam (Kingma & Ba, 2015), the optimiser transformers are usually trained with.
+
+    Formula, for each parameter entry with gradient g at step t:
+    ``m ← β₁ m + (1 − β₁) g``, ``v ← β₂ v + (1 − β₂) g²``,
+    ``θ ← θ − lr · m̂ / (√v̂ + ε)`` with ``m̂ = m / (1 − β₁ᵗ)``, ``v̂ = v / (1 − β₂ᵗ)``.
+    m̂ / √v̂ has size about 1 whatever the gradient's size, so each entry moves by about
+    lr per step: a small gradient still gives a full-sized step (if its sign is steady).
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+
+    def __init__(self, params: Mapping[str, np.ndarray], lr: float = LEARNING_RATE,
+                 betas=(0.9, 0.999), eps: float = 1e-8):
+        self.lr, self.betas, self.eps, self.t = lr, betas, eps, 0
+        self.m = {k: np.zeros_like(v) for k, v in params.items()}
+        self.v = {k: np.zeros_like(v) for k, v in params.items()}
+
+    def step(self, params: dict[str, np.ndarray], grads: Mapping[str, np.ndarray]) -> None:
+        """Update every parameter in place."""
+        self.t += 1
+        b1, b2 = self.betas
+        for k, g in grads.items():
+            self.m[k] = b1 * self.m[k] + (1 - b1) * g
+            self.v[k] = b2 * self.v[k] + (1 - b2) * g * g
+            m_hat = self.m[k] / (1 - b1**self.t)
+            v_hat = self.v[k] / (1 - b2**self.t)
+            params[k] -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+
+
+@dataclass
+class Run:
+    """The curves of one configuration (d_k, divisor), one row per seed.
+
+    ``loss``, ``accuracy``, ``entropy``: ``(n_seeds, steps)``, measured on each step's
+    fresh training batch before the update. ``final_accuracy`` and ``final_entropy``:
+    ``(n_seeds,)``, on held-out sequences after training.
+    """
+
+    d_k: int
+    divisor: str
+    scale: float
+    seeds: tuple
+    n_pairs: int
+    loss: np.ndarray
+    accuracy: np.ndarray
+    entropy: np.ndarray
+    final_accuracy: np.ndarray
+    final_entropy: np.ndarray
+
+    @property
+    def steps(self) -> int:
+        return self.loss.shape[1]
+
+    def smoothed(self, name: str = "accuracy", window: int = WINDOW) -> np.ndarray:
+        """A curve averaged over the last ``window`` steps; ``(n_seeds, steps − window + 1)``.
+
+        Step ``t`` of the result (counting from ``window``) averages steps t−window+1 … t.
+        """
+        curve = getattr(self, name)
+        sums = np.cumsum(curve, axis=1)
+        sums[:, window:] = sums[:, window:] - sums[:, :-window]
+        return sums[:, window - 1:] / window
+
+    def steps_to(self, level: float, window: int = WINDOW) -> np.ndarray:
+        """For each seed, the first step at which the smoothed accuracy reaches ``level``.
+
+        NaN for a seed that never gets there. Shapes: → ``(n_seeds,)``.
+        """
+        smooth = self.smoothed("accuracy", window)
+        reached = smooth >= level
+        first = np.argmax(reached, axis=1).astype(float) + window
+        first[~reached.any(axis=1)] = np.nan
+        return first
+
+
+def evaluation_batch(task: Task, n_models: int, size: int = EVAL_SEQUENCES,
+                     seed: int = 2024) -> Batch:
+    """The same held-out sequences for every model (never used for training)."""
+    one = sample_batch(task, np.random.default_rng(seed), size)
+    return stack([one] * n_models)
+
+
+def evaluate(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale,
+             chunk: int = 128) -> dict[str, np.ndarray]:
+    """Accuracy and mean attention entropy of each model on a batch, forward passes only.
+
+    The sequences go through ``chunk`` at a time, so that K (M × chunk × n_pairs × d_k
+    numbers) stays small. Returns ``{"accuracy": (M,), "entropy": (M,)}``.
+    """
+    correct, ent = [], []
+    for start in range(0, batch.query.shape[1], chunk):
+        part = Batch(*(getattr(batch, name)[:, start:start + chunk]
+                       for name in ("keys", "values", "query", "target")))
+        f = forward(params, task, part, scale)
+        correct.append(f.logits.argmax(axis=-1) == part.target)
+        ent.append(entropy(f.weights[..., 0, :]))
+    return {"accuracy": np.concatenate(correct, axis=1).mean(axis=1),
+            "entropy": np.concatenate(ent, axis=1).mean(axis=1)}
+
+
+def train(task: Task, d_k: int, divisor: str = "√d_k", seeds=SEEDS, steps: int = STEPS,
+          batch_size: int = BATCH, lr: float = LEARNING_RATE) -> Run:
+    """Train one model per seed with the scores divided by ``divisor``; see :func:`train_divisors`.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    return train_divisors(task, d_k, (divisor,), seeds, steps, batch_size, lr)[divisor]
+
+
+def train_divisors(task: Task, d_k: int, divisors=DIVISORS, seeds=SEEDS, steps: int = STEPS,
+                   batch_size: int = BATCH, lr: float = LEARNING_RATE) -> dict[str, Run]:
+    """Train one model per (divisor, seed), all at once; returns ``{divisor: Run}``.
+
+    Each divisor τ gives the scale 1/τ. Seed s fixes the initial parameters and the
+    stream of training batches, so the models of one seed start from the same weights
+    and see the same data in the same order: they differ in the divisor only. Every
+    step draws fresh sequences, so the accuracy on a step's batch, measured before the
+    update, is accuracy on unseen data.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    seeds, divisors = tuple(int(s) for s in seeds), tuple(divisors)
+    n = len(seeds)
+    scales = np.repeat([1.0 / divisor_value(d, d_k) for d in divisors], n)
+    # Model m is (divisors[m // n], seeds[m % n]): the seeds' models, once per divisor.
+    params = {k: np.concatenate([v] * len(divisors)) for k, v in
+              init_params(task, d_k, seeds).items()}
+    optimiser = Adam(params, lr=lr)
+    streams = [np.random.default_rng([seed, 2]) for seed in seeds]
+    curves = {name: np.empty((len(scales), steps)) for name in ("loss", "accuracy", "entropy")}
+    for t in range(steps):
+        batches = [sample_batch(task, rng, batch_size) for rng in streams]
+        loss, grads, stats = loss_and_grads(params, task, stack(batches * len(divisors)),
+                                            scales)
+        optimiser.step(params, grads)
+        curves["loss"][:, t] = loss
+        curves["accuracy"][:, t] = stats["accuracy"]
+        curves["entropy"][:, t] = stats["entropy"]
+    final = evaluate(params, task, evaluation_batch(task, len(scales)), scales)
+    runs = {}
+    for i, divisor in enumerate(divisors):
+        rows = slice(i * n, (i + 1) * n)
+        runs[divisor] = Run(d_k, divisor, float(scales[i * n]), seeds, task.n_pairs,
+                            *(curves[k][rows] for k in ("loss", "accuracy", "entropy")),
+                            final["accuracy"][rows], final["entropy"][rows])
+    return runs
+
+
+def run_ablation(task: Task | None = None, d_ks=D_KS, divisors=DIVISORS, seeds=SEEDS,
+                 steps: int = STEPS, batch_size: int = BATCH, lr: float = LEARNING_RATE,
+                 reuse: Mapping | None = None) -> dict[tuple[int, str], Run]:
+    """Train every (d_k, divisor) configuration; returns ``{(d_k, divisor): Run}``.
+
+    ``reuse``: runs already trained (same task and settings), kept instead of retrained.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    task = make_task() if task is None else task
+    results = dict(reuse or {})
+    for d_k in d_ks:
+        todo = [d for d in divisors if (d_k, d) not in results]
+        if todo:
+            for divisor, run in train_divisors(task, d_k, todo, seeds, steps, batch_size,
+                                               lr).items():
+                results[(d_k, divisor)] = run
+    return {key: results[key] for key in sorted(results, key=_order)}
+
+
+def _order(key):
+    d_k, divisor = key
+    return (d_k, DIVISORS.index(divisor) if divisor in DIVISORS else len(DIVISORS))
+
+
+# ---------------------------------------------------- what was measured
+
+
+def initial_scores(task: Task, d_k: int, seeds=SEEDS, size: int = 256) -> dict[str, float]:
+    """At initialisation: variance of the entries of q and k, spread of the raw scores q·k,
+    and the mean entropy of the query's attention row divided by √d_k and by 1.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    params = init_params(task, d_k, seeds)
+    batch = evaluation_batch(task, len(seeds), size)
+    X, x_q = embed(task, batch)
+    q, K = linear(x_q, params["W_Q"]), linear(X, params["W_K"])
+    raw = (q @ np.swapaxes(K, -1, -2))[..., 0, :]
+    out = {"var_q": float(q.var()), "var_k": float(K.var()), "score_std": float(raw.std())}
+    for name, scale in (("entropy_scaled", 1 / np.sqrt(d_k)), ("entropy_raw", 1.0)):
+        out[name] = float(entropy(softmax(raw * scale)).mean())
+    return out
+
+
+def spread(values) -> str:
+    """``mean [min – max]`` of a few numbers, e.g. one per seed (just the number if one)."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 1:
+        return f"{values[0]:.3f}"
+    return f"{values.mean():.3f} [{values.min():.3f} – {values.max():.3f}]"
+
+
+def steps_text(values) -> str:
+    """Steps to a level, one number per seed, e.g. ``41 / 57 / never`` (NaN is "never")."""
+    return " / ".join("never" if np.isnan(v) else f"{v:.0f}" for v in values)
+
+
+def summary_rows(results: Mapping[tuple[int, str], Run], divisors=DIVISORS, level: float = 0.9):
+    """One row per configuration: d_k, divisor, final accuracy, steps to ``level``, entropy.
+
+    Returns a list of dicts (numbers, for printing and for the conclusions).
+    """
+    rows = []
+    for (d_k, divisor), run in results.items():
+        if divisor not in divisors:
+            continue
+        rows.append({"d_k": d_k, "divisor": divisor, "tau": divisor_value(divisor, d_k),
+                     "final_accuracy": run.final_accuracy, "steps": run.steps_to(level),
+                     "entropy_start": run.entropy[:, 0], "entropy_end": run.final_entropy,
+                     "n_steps": run.steps})
+    return rows
+
+
+def print_table(results: Mapping[tuple[int, str], Run], divisors=DIVISORS,
+                level: float = 0.9) -> None:
+    """Print the table of :func:`summary_rows`: one line per (d_k, divisor)."""
+    head = (f"{'d_k':>4}  {'÷ τ':<9}{'τ':>6}   {'final accuracy':<22}"
+            f"{f'steps to {level:.0%} (per seed)':<30}{'entropy: start → end':>20}")
+    print(head)
+    print("-" * len(head))
+    for row in summary_rows(results, divisors, level):
+        print(f"{row['d_k']:>4}  {row['divisor']:<9}{row['tau']:>6.2f}   "
+              f"{spread(row['final_accuracy']):<22}"
+              f"{steps_text(row['steps']):<30}"
+              f"{row['entropy_start'].mean():>9.2f} → {row['entropy_end'].mean():.2f}")
+
+
+def start_of_training(task: Task, d_k: int, divisor: str, seeds=SEEDS, size: int = 256,
+                      saturated: float = 0.99) -> dict[str, float]:
+    """How the gradient reaches the scores at initialisation, for one configuration.
+
+    For each held-out sequence: the query's attention row p (the softmax of its scaled
+    scores s), and ``∂ℓ/∂s = softmax_backward(p, ∂ℓ/∂p)`` for that sequence's own loss ℓ.
+    Returns the share of rows with a weight above ``saturated``, the median and the
+    largest ``‖∂ℓ/∂s‖`` over sequences, and ‖∂L/∂W_Q‖ for the batch loss L (mean over
+    seeds).
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    scale = 1.0 / divisor_value(divisor, d_k)
+    params = init_params(task, d_k, seeds)
+    batch = evaluation_batch(task, len(seeds), size, seed=99)
+    f = forward(params, task, batch, scale)
+    _, grad_z = softmax_cross_entropy(f.logits, batch.target)
+    grad_z *= size  # each sequence's own loss, not its 1/size share of the mean
+    grad_o = linear_backward(f.o, params["W_O"], grad_z[..., None, :])[0]
+    p = f.weights[..., 0, :]
+    grad_p = (grad_o @ np.swapaxes(f.V, -1, -2))[..., 0, :]
+    grad_s = np.linalg.norm(softmax_backward(p, grad_p), axis=-1)
+    _, grads, _ = loss_and_grads(params, task, batch, scale)
+    return {"saturated": float((p.max(axis=-1) > saturated).mean()),
+            "median_grad_s": float(np.median(grad_s)), "max_grad_s": float(grad_s.max()),
+            "grad_W_Q": float(np.mean([np.linalg.norm(g) for g in grads["W_Q"]]))}
+
+
+def mean_accuracy(run: Run) -> np.ndarray:
+    """Accuracy averaged over all training steps, one number per seed ``(n_seeds,)``.
+
+    The area under the learning curve divided by its length: 1 for a model that is right
+    from the first step, lower the longer it takes to learn.
+    """
+    return run.accuracy.mean(axis=1)
+
+
+# ---------------------------------------------------------------- figures
+
+COLOURS = {"1": "#D55E00", "0.5√d_k": "#CC79A7", "√d_k": "#0072B2", "2√d_k": "#009E73"}
+LABELS = {"1": "÷ 1 (no scaling)", "0.5√d_k": "÷ 0.5√d_k", "√d_k": "÷ √d_k",
+          "2√d_k": "÷ 2√d_k"}
+
+
+def band(ax, run: Run, name: str, colour: str, label: str, window: int = WINDOW):
+    """Mean over seeds as a line, min–max over seeds as a shaded band; returns (line, band)."""
+    curve = run.smoothed(name, window) if name == "accuracy" else getattr(run, name)
+    x = np.arange(curve.shape[1]) + (window if name == "accuracy" else 1)
+    shade = ax.fill_between(x, curve.min(axis=0), curve.max(axis=0), color=colour, alpha=0.2,
+                            lw=0)
+    (line,) = ax.plot(x, curve.mean(axis=0), color=colour, lw=1.8, label=label)
+    return line, shade
+
+
+def plot_curves(results: Mapping[tuple[int, str], Run], divisors=("√d_k", "1"),
+                d_ks=None, entropy_row: bool = True, title: str = ""):
+    """Accuracy (and attention entropy) against training step, one column per d_k.
+
+    Lines: the mean over seeds; bands: min to max over seeds. Accuracy is averaged over
+    the last ``WINDOW`` steps' fresh batches.
+    """
+    import matplotlib.pyplot as plt
+
+    d_ks = sorted({k for k, _ in results}) if d_ks is None else list(d_ks)
+    rows = 2 if entropy_row else 1
+    fig, axes = plt.subplots(rows, len(d_ks), figsize=(3.4 * len(d_ks), 2.6 * rows + 0.4),
+                             layout="constrained", sharex=True, squeeze=False)
+    n_pairs = next(iter(results.values())).n_pairs
+    for col, d_k in enumerate(d_ks):
+        for divisor in divisors:
+            run = results[(d_k, divisor)]
+            band(axes[0, col], run, "accuracy", COLOURS[divisor], LABELS[divisor])
+            if entropy_row:
+                band(axes[1, col], run, "entropy", COLOURS[divisor], LABELS[divisor])
+        axes[0, col].set(title=f"$d_k$ = {d_k}", ylim=(0, 1.02))
+        axes[0, col].axhline(0.9, color="grey", ls=":", lw=1)
+        if entropy_row:
+            axes[1, col].set(ylim=(0, np.log(n_pairs) * 1.05), xlabel="training step")
+            axes[1, col].axhline(np.log(n_pairs), color="grey", ls="--", lw=1)
+        else:
+            axes[0, col].set_xlabel("training step")
+    axes[0, 0].set_ylabel("accuracy (fresh batches)")
+    if entropy_row:
+        axes[1, 0].set_ylabel("attention entropy (nats)")
+        axes[1, 0].text(axes[1, 0].get_xlim()[1], np.log(n_pairs) * 0.98,
+                        f"dashed: uniform weights, log {n_pairs}", ha="right", va="top",
+                        fontsize=7, color="grey")
+    axes[0, -1].legend(loc="lower right", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+
+def plot_divisor_summary(results: Mapping[tuple[int, str], Run]):
+    """Mean accuracy over training against the divisor τ in units of √d_k, one line per d_k.
+
+    ÷1 sits at τ/√d_k = 1/√d_k, further left the larger d_k is. Dots: mean over seeds;
+    bars: min to max over seeds.
+    """
+    import matplotlib.pyplot as plt
+
+    d_ks = sorted({k for k, _ in results})
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
+    # One shade per d_k, light to dark: blue and orange already mean ÷√d_k and ÷1.
+    shades = plt.get_cmap("viridis")(np.linspace(0.75, 0.05, len(d_ks)))
+    colours = dict(zip(d_ks, shades, strict=True))
+    for d_k in d_ks:
+        keys = sorted((k for k in results if k[0] == d_k),
+                      key=lambda k: divisor_value(k[1], d_k))
+        x = np.array([divisor_value(k[1], d_k) / np.sqrt(d_k) for k in keys])
+        acc = np.array([mean_accuracy(results[k]) for k in keys])
+        mean = acc.mean(axis=1)
+        ax.errorbar(x, mean, yerr=[mean - acc.min(axis=1), acc.max(axis=1) - mean],
+                    color=colours[d_k], marker="o", ms=5, lw=1.5, capsize=3,
+                    label=f"$d_k$ = {d_k}")
+    ax.axvline(1.0, color="grey", ls="--", lw=1)
+    ax.set_xscale("log", base=2)
+    ticks = sorted({divisor_value(k[1], k[0]) / np.sqrt(k[0]) for k in results})
+    ax.set_xticks(ticks, [_ratio_label(t) for t in ticks])
+    ax.set(title="how fast each divisor learns (dashed: τ = √d_k)",
+           xlabel=r"divisor $\tau$ in units of $\sqrt{d_k}$ (log scale); ÷1 is $1/\sqrt{d_k}$",
+           ylabel="mean accuracy over training")
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
+def _ratio_label(t: float) -> str:
+    if t >= 1:
+        return f"{t:g}"
+    return f"1/{1 / t:g}"

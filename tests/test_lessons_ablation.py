@@ -1,0 +1,411 @@
+"""Tests for lesson 07's model and experiments (``attnlab.lessons.ablation``) and its
+``softmax_backward`` exercise.
+
+The gradient checks compare the hand-derived backward pass of the whole model with
+central differences, in float64, on a tiny instance. Training tests use short runs.
+"""
+
+import matplotlib
+import numpy as np
+import pytest
+
+import attnlab
+from attnlab.exercises import check, exercise_ids, solution
+from attnlab.exercises import ex07_ablation as exercise
+from attnlab.exercises.registry import get_exercise
+from attnlab.lessons import ablation as lesson
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    task = lesson.make_task(n_keys=5, n_values=4, n_pairs=3, d_model=4, seed=3)
+    params = lesson.init_params(task, d_k=3, seeds=(0, 1), d_v=2)
+    rng = np.random.default_rng(11)
+    batch = lesson.stack([lesson.sample_batch(task, rng, 4) for _ in range(2)])
+    return task, params, batch
+
+
+def central_differences(params, task, batch, scale, h=1e-6):
+    numeric = {}
+    for name, value in params.items():
+        grad = np.zeros_like(value)
+        for index in np.ndindex(value.shape):
+            up = {k: v.copy() for k, v in params.items()}
+            down = {k: v.copy() for k, v in params.items()}
+            up[name][index] += h
+            down[name][index] -= h
+            grad[index] = (lesson.loss_only(up, task, batch, scale).sum()
+                           - lesson.loss_only(down, task, batch, scale).sum()) / (2 * h)
+        numeric[name] = grad
+    return numeric
+
+
+# ---------------------------------------------------------- gradient check
+
+
+@pytest.mark.parametrize("scale", [1 / np.sqrt(3), 1.0, 3.0, np.array([1.0, 0.25])],
+                         ids=["scaled", "unscaled", "sharp", "one scale per model"])
+def test_every_parameter_gradient_matches_central_differences(tiny, scale):
+    task, params, batch = tiny
+    _, grads, _ = lesson.loss_and_grads(params, task, batch, scale)
+    numeric = central_differences(params, task, batch, scale)
+    assert set(grads) == set(lesson.PARAMETERS)
+    for name in lesson.PARAMETERS:
+        assert grads[name].dtype == np.float64 and grads[name].shape == params[name].shape
+        np.testing.assert_allclose(grads[name], numeric[name], rtol=1e-5, atol=1e-9,
+                                   err_msg=name)
+
+
+def test_gradient_check_reports_small_errors_and_catches_a_wrong_gradient(tiny, monkeypatch):
+    task, params, batch = tiny
+    errors = lesson.gradient_check(params, task, batch, 1.0)
+    assert set(errors) == set(lesson.PARAMETERS)
+    assert max(errors.values()) < 1e-5
+    # A backward pass that forgets the scale on ∂L/∂Q must be caught.
+    real = lesson.attention_backward
+
+    def wrong(Q, K, V, grad_out, scale=None):
+        dQ, dK, dV = real(Q, K, V, grad_out, scale=scale)
+        return dQ / scale, dK, dV
+
+    monkeypatch.setattr(lesson, "attention_backward", wrong)
+    assert lesson.gradient_check(params, task, batch, 0.5)["W_Q"] > 0.1
+
+
+def test_models_with_different_scales_are_independent(tiny):
+    task, params, batch = tiny
+    scales = np.array([0.5, 2.0])
+    loss, grads, stats = lesson.loss_and_grads(params, task, batch, scales)
+    for m, scale in enumerate(scales):
+        one = {k: v[m:m + 1] for k, v in params.items()}
+        part = lesson.Batch(*(getattr(batch, n)[m:m + 1]
+                              for n in ("keys", "values", "query", "target")))
+        loss_m, grads_m, stats_m = lesson.loss_and_grads(one, task, part, float(scale))
+        np.testing.assert_allclose(loss[m], loss_m[0], rtol=1e-12)
+        for name in lesson.PARAMETERS:
+            np.testing.assert_allclose(grads[name][m], grads_m[name][0], rtol=1e-10,
+                                       atol=1e-14)
+        assert stats["accuracy"][m] == stats_m["accuracy"][0]
+
+
+# ---------------------------------------------------------------- pieces
+
+
+def test_softmax_cross_entropy_is_minus_log_p_and_its_gradient_is_p_minus_onehot():
+    rng = np.random.default_rng(0)
+    z = rng.normal(scale=3.0, size=(2, 5, 4))
+    y = rng.integers(0, 4, size=(2, 5))
+    loss, grad = lesson.softmax_cross_entropy(z, y)
+    p = attnlab.softmax(z)
+    expected = -np.log(np.take_along_axis(p, y[..., None], -1)[..., 0]).mean(axis=1)
+    np.testing.assert_allclose(loss, expected, rtol=1e-12)
+    np.testing.assert_allclose(grad, (p - np.eye(4)[y]) / 5, atol=1e-15)
+    # Through softmax_backward: ∂(−log p_y)/∂p is −1/p_y at the target.
+    g = -np.eye(4)[y] / p
+    np.testing.assert_allclose(attnlab.softmax_backward(p, g) / 5, grad, atol=1e-14)
+
+
+def test_softmax_cross_entropy_survives_huge_logits(recwarn):
+    z = np.array([[[1000.0, -1000.0, 0.0]]])
+    loss, grad = lesson.softmax_cross_entropy(z, np.array([[1]]))
+    assert np.isfinite(loss).all() and np.isfinite(grad).all()
+    assert loss[0] == pytest.approx(2000.0)
+    assert not recwarn.list
+
+
+def test_linear_and_its_backward_against_einsum():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(3, 7, 5, 4))
+    W = rng.normal(size=(3, 4, 600))  # wide enough to be summed in several chunks
+    g = rng.normal(size=(3, 7, 5, 600))
+    np.testing.assert_allclose(lesson.linear(x, W), np.einsum("mbni,mij->mbnj", x, W),
+                               rtol=1e-12)
+    grad_x, grad_W = lesson.linear_backward(x, W, g)
+    np.testing.assert_allclose(grad_W, np.einsum("mbni,mbnj->mij", x, g), rtol=1e-10)
+    np.testing.assert_allclose(grad_x, np.einsum("mbnj,mij->mbni", g, W), rtol=1e-10)
+    assert lesson.linear_backward(x, W, g, grad_input=False)[0] is None
+
+
+def test_sequences_have_distinct_keys_and_the_right_answer():
+    task = lesson.make_task()
+    b = lesson.sample_batch(task, np.random.default_rng(2), 500)
+    assert b.keys.shape == b.values.shape == (500, task.n_pairs)
+    assert all(len(set(row)) == task.n_pairs for row in b.keys)
+    for keys, values, q, y in zip(b.keys, b.values, b.query, b.target, strict=True):
+        (where,) = np.flatnonzero(keys == q)
+        assert values[where] == y
+    assert b.keys.max() < task.n_keys and b.values.max() < task.n_values
+    assert "query k" in lesson.describe(b) and "→ answer v" in lesson.describe(b)
+    with pytest.raises(ValueError, match="n_pairs"):
+        lesson.make_task(n_keys=4, n_pairs=5)
+
+
+def test_embeddings_have_unit_variance_and_the_initial_scores_spread_like_root_d_k():
+    task = lesson.make_task()
+    X, x_q = lesson.embed(task, lesson.sample_batch(task, np.random.default_rng(3), 400))
+    assert X.shape == (400, task.n_pairs, task.d_model) and x_q.shape == (400, 1, task.d_model)
+    assert X.var() == pytest.approx(1.0, abs=0.15)
+    spreads = []
+    for d_k in lesson.D_KS:
+        s = lesson.initial_scores(task, d_k)
+        assert s["var_q"] == pytest.approx(1.0, abs=0.25)
+        assert s["var_k"] == pytest.approx(1.0, abs=0.25)
+        assert s["score_std"] / np.sqrt(d_k) == pytest.approx(1.0, abs=0.3)
+        assert s["entropy_raw"] < s["entropy_scaled"] - 0.5
+        spreads.append(s["entropy_raw"])
+    assert spreads == sorted(spreads, reverse=True)
+
+
+def test_divisors_by_name():
+    assert lesson.divisor_value("1", 64) == 1.0
+    assert lesson.divisor_value("√d_k", 64) == 8.0
+    assert lesson.divisor_value("0.5√d_k", 64) == 4.0
+    assert lesson.divisor_value("2√d_k", 16) == 8.0
+    with pytest.raises(ValueError, match="divisor must be one of"):
+        lesson.divisor_value("3", 16)
+
+
+def test_adam_first_step_moves_every_entry_by_the_learning_rate():
+    params = {"w": np.array([1.0, -2.0, 0.5])}
+    adam = lesson.Adam(params, lr=0.1)
+    adam.step(params, {"w": np.array([1e-4, -30.0, 2.0])})
+    np.testing.assert_allclose(params["w"], [0.9, -1.9, 0.4], atol=1e-4)
+
+
+def test_smoothed_curves_and_steps_to_a_level():
+    acc = np.array([np.linspace(0, 1, 50), np.full(50, 0.5)])
+    run = lesson.Run(16, "√d_k", 0.25, (0, 1), 6, acc, acc, acc, np.ones(2), np.zeros(2))
+    smooth = run.smoothed("accuracy", window=5)
+    assert smooth.shape == (2, 46)
+    np.testing.assert_allclose(smooth[0, 0], acc[0, :5].mean())
+    np.testing.assert_allclose(smooth[0, -1], acc[0, -5:].mean())
+    steps = run.steps_to(0.9, window=5)
+    first = 5 + int(np.argmax(smooth[0] >= 0.9))
+    assert steps[0] == first and np.isnan(steps[1])
+    assert lesson.steps_text(steps) == f"{first} / never"
+    assert lesson.spread([0.5, 1.0, 0.75]) == "0.750 [0.500 – 1.000]"
+    assert lesson.spread([0.25]) == "0.250"
+
+
+# -------------------------------------------------------------- training
+
+
+@pytest.fixture(scope="module")
+def short_runs():
+    return lesson.run_ablation(d_ks=(16, 64), divisors=("1", "√d_k"), seeds=(0, 1), steps=80)
+
+
+def test_the_scaled_model_learns_the_task(short_runs):
+    run = short_runs[(16, "√d_k")]
+    assert run.loss.shape == run.accuracy.shape == run.entropy.shape == (2, 80)
+    assert run.loss[:, 0].mean() == pytest.approx(np.log(16), abs=0.5)
+    assert (run.final_accuracy > 0.9).all()
+    assert (run.loss[:, -10:].mean(axis=1) < 0.3).all()
+    assert run.scale == 0.25 and run.seeds == (0, 1) and run.n_pairs == 6
+
+
+def test_unscaled_attention_starts_sharper(short_runs):
+    for d_k in (16, 64):
+        raw, scaled = short_runs[(d_k, "1")], short_runs[(d_k, "√d_k")]
+        assert raw.entropy[:, 0].mean() < scaled.entropy[:, 0].mean() - 0.5
+    assert short_runs[(64, "1")].entropy[:, 0].mean() < short_runs[(16, "1")].entropy[:, 0].mean()
+
+
+def test_training_is_deterministic_and_seeds_are_independent(short_runs):
+    task = lesson.make_task()
+    again = lesson.train(task, 16, "1", seeds=(1,), steps=80)
+    np.testing.assert_array_equal(again.loss[0], short_runs[(16, "1")].loss[1])
+    np.testing.assert_array_equal(again.final_accuracy[0], short_runs[(16, "1")].final_accuracy[1])
+
+
+def test_run_ablation_orders_and_reuses_runs(short_runs):
+    assert list(short_runs) == [(16, "1"), (16, "√d_k"), (64, "1"), (64, "√d_k")]
+    kept = {(16, "1"): short_runs[(16, "1")]}
+    more = lesson.run_ablation(d_ks=(16,), divisors=("1", "2√d_k"), seeds=(0, 1), steps=80,
+                               reuse=kept)
+    assert more[(16, "1")] is kept[(16, "1")]
+    assert list(more) == [(16, "1"), (16, "2√d_k")]
+
+
+def test_evaluation_in_chunks_matches_one_pass(short_runs):
+    task = lesson.make_task()
+    params = lesson.init_params(task, 16, seeds=(0, 1))
+    batch = lesson.evaluation_batch(task, 2, size=100)
+    whole = lesson.evaluate(params, task, batch, 0.25, chunk=100)
+    parts = lesson.evaluate(params, task, batch, 0.25, chunk=30)
+    np.testing.assert_allclose(whole["accuracy"], parts["accuracy"])
+    np.testing.assert_allclose(whole["entropy"], parts["entropy"], rtol=1e-12)
+
+
+def test_start_of_training_shows_saturated_rows_without_scaling():
+    task = lesson.make_task()
+    raw = lesson.start_of_training(task, 256, "1")
+    scaled = lesson.start_of_training(task, 256, "√d_k")
+    assert raw["saturated"] > 0.3 and scaled["saturated"] < 0.05
+    assert raw["median_grad_s"] < scaled["median_grad_s"] / 10
+
+
+def test_tables_and_figures(short_runs, capsys):
+    lesson.print_table(short_runs, divisors=("√d_k", "1"))
+    out = capsys.readouterr().out
+    assert "steps to 90%" in out and out.count("\n") == 2 + 4
+    rows = lesson.summary_rows(short_runs)
+    assert [(r["d_k"], r["divisor"]) for r in rows] == list(short_runs)
+    fig = lesson.plot_curves(short_runs, title="t")
+    assert len(fig.axes) == 4
+    assert fig.axes[0].get_ylabel() == "accuracy (fresh batches)"
+    fig = lesson.plot_curves(short_runs, entropy_row=False)
+    assert len(fig.axes) == 2
+    fig = lesson.plot_divisor_summary(short_runs)
+    assert len(fig.axes[0].get_legend().get_texts()) == 2
+    matplotlib.pyplot.close("all")
+
+
+# --------------------------------------------------- exercise: softmax_backward
+
+
+def correct_formula(p, grad_p):
+    return p * (grad_p - np.sum(grad_p * p, axis=1, keepdims=True))
+
+
+def correct_loop_of_jacobians(p, grad_p):
+    out = np.zeros_like(p)
+    for r in range(p.shape[0]):
+        J = np.diag(p[r]) - np.outer(p[r], p[r])
+        out[r] = J.T @ grad_p[r]
+    return out
+
+
+def correct_batched_jacobian(p, grad_p):
+    J = p[:, :, None] * (np.eye(p.shape[1]) - p[:, None, :])
+    return np.einsum("rij,ri->rj", J, grad_p)
+
+
+def correct_column_of_dots(p, grad_p):
+    dots = np.array([g @ q for g, q in zip(grad_p, p, strict=True)])
+    return p * (grad_p - dots[:, None])
+
+
+def correct_float32(p, grad_p):
+    return correct_formula(p.astype(np.float32), grad_p.astype(np.float32))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [correct_formula, correct_loop_of_jacobians, correct_batched_jacobian,
+     correct_column_of_dots, correct_float32, exercise.softmax_backward,
+     attnlab.softmax_backward],
+)
+def test_correct_answers_in_any_style_pass(answer):
+    result = check("softmax_backward", answer)
+    assert result.passed, result.message
+    assert "all 4 test inputs" in result.message
+
+
+def wrong_unchanged(p, grad_p):
+    return grad_p
+
+
+def wrong_no_p_factor(p, grad_p):
+    return grad_p - (grad_p * p).sum(axis=-1, keepdims=True)
+
+
+def wrong_no_subtraction(p, grad_p):
+    return p * grad_p
+
+
+def wrong_sign(p, grad_p):
+    return p * ((grad_p * p).sum(axis=-1, keepdims=True) - grad_p)
+
+
+def wrong_axis(p, grad_p):
+    return p * (grad_p - (grad_p * p).sum(axis=0, keepdims=True))
+
+
+def wrong_no_keepdims(p, grad_p):
+    return p * (grad_p - (grad_p * p).sum(axis=-1))
+
+
+def wrong_first_row_jacobian(p, grad_p):
+    J = np.diag(p[0]) - np.outer(p[0], p[0])
+    return (J @ grad_p.T).T
+
+
+def wrong_one_big_softmax(p, grad_p):
+    flat = p.flatten()
+    J = np.diag(flat) - np.outer(flat, flat)
+    return (grad_p.flatten() @ J).reshape(p.shape)
+
+
+def wrong_plain_sum(p, grad_p):
+    return p * (grad_p - grad_p.sum(axis=1, keepdims=True))
+
+
+def wrong_mean(p, grad_p):
+    return p * (grad_p - np.mean(grad_p, axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (wrong_unchanged, "returned grad_p unchanged"),
+        (wrong_no_p_factor, "forgot the factor p ⊙"),
+        (wrong_no_subtraction, "forgot to subtract Σ_j g_j p_j"),
+        (wrong_sign, "sign is flipped"),
+        (wrong_axis, "summed over the wrong axis"),
+        (wrong_no_keepdims, "without `keepdims=True`"),
+        (wrong_first_row_jacobian, "Jacobian of the first row for every row"),
+        (wrong_one_big_softmax, "whole array as one softmax"),
+        (wrong_plain_sum, "plain sum"),
+        (wrong_mean, "mean of g"),
+    ],
+)
+def test_classic_mistakes_fail_and_are_named(answer, phrase):
+    result = check("softmax_backward", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+    assert "Expected" in result.message and "returned" in result.message
+
+
+def test_every_mistake_differs_from_the_reference_on_the_first_input():
+    case = exercise.backward_cases()[0]
+    want = attnlab.softmax_backward(**case.inputs)
+    for mistake in exercise.BACKWARD_MISTAKES:
+        assert not np.allclose(mistake.compute(*case.inputs.values()), want), mistake.message
+
+
+def test_an_unknown_wrong_answer_is_told_that_rows_sum_to_zero():
+    result = check("softmax_backward", lambda p, grad_p: p * grad_p - 0.1 * p)
+    assert not result.passed
+    assert "should sum to 0" in result.message
+
+
+def test_missing_keepdims_on_other_shapes_gets_the_shape_hint():
+    def answer(p, grad_p):
+        if p.shape[0] == p.shape[1]:
+            return correct_formula(p, grad_p)
+        return wrong_no_keepdims(p, grad_p)
+
+    result = check("softmax_backward", answer)
+    assert not result.passed
+    assert "keepdims=True" in result.message
+
+
+def test_the_exercise_is_registered_with_its_lesson_and_solution():
+    assert "softmax_backward" in exercise_ids()
+    record = get_exercise("softmax_backward")
+    assert record.lesson == "notebooks/07_does_scaling_matter.ipynb"
+    code = solution("softmax_backward")
+    assert code.startswith("def softmax_backward(p, grad_p):")
+    assert "return" in code and "raise" not in code
+    assert "notebooks/07_does_scaling_matter.ipynb" in code._repr_markdown_()
+
+
+def test_reference_inputs_are_softmax_rows():
+    for case in exercise.backward_cases():
+        p = case.inputs["p"]
+        assert p.shape == case.inputs["grad_p"].shape and p.ndim == 2
+        np.testing.assert_allclose(p.sum(axis=-1), 1.0)
+        assert (p > 0).all()
