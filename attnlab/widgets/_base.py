@@ -17,11 +17,34 @@ from __future__ import annotations
 import io
 
 import ipywidgets as widgets
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
 FALLBACK_NOTE = "[Interactive widget: run this cell to use it.]"
+
+_SHAPE_WORDS = {1: "one row of numbers (1-D)", 2: "a matrix (2-D, one row per token)"}
+
+
+def learner_array(x, name: str, ndim: int) -> np.ndarray:
+    """A learner's data for a widget as float64, or a TypeError/ValueError naming it.
+
+    Each factory then checks the sizes its picture can show.
+    """
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:  # ragged nested lists, for example
+        raise TypeError(f"{name} could not be turned into a NumPy array: {exc}") from None
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers, but it has dtype {arr.dtype}.")
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {_SHAPE_WORDS[ndim]}, but it has shape {arr.shape}.")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty (shape {arr.shape}).")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} must hold finite numbers: no NaN or inf.")
+    return arr.astype(np.float64)
 
 
 class FigureView:

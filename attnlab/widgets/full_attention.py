@@ -22,7 +22,7 @@ from ..lessons.full_attention import (
     row_entropy,
 )
 from ..softmax import softmax
-from ._base import CourseWidget, FigureView
+from ._base import CourseWidget, FigureView, learner_array
 
 MIN_TOKENS, MAX_TOKENS = 6, 24
 MAX_DIM = 64
@@ -46,23 +46,13 @@ DESCRIPTIONS = {
 
 
 def _check_matrix(x, name: str) -> np.ndarray:
-    try:
-        arr = np.asarray(x)
-    except Exception as exc:  # ragged nested lists, for example
-        raise TypeError(f"{name} could not be turned into a NumPy array: {exc}") from None
-    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold real numbers, but it has dtype {arr.dtype}.")
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a matrix (2-D, one row per token), "
-                         f"but it has shape {arr.shape}.")
+    arr = learner_array(x, name, ndim=2)
     if not MIN_TOKENS <= arr.shape[0] <= MAX_TOKENS:
         raise ValueError(f"{name} has {arr.shape[0]} rows; the gallery shows "
                          f"{MIN_TOKENS} to {MAX_TOKENS} tokens.")
     if not 1 <= arr.shape[1] <= MAX_DIM:
         raise ValueError(f"{name} has {arr.shape[1]} columns; the gallery takes 1 to {MAX_DIM}.")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must hold finite numbers: no NaN or inf.")
-    return arr.astype(np.float64)
+    return arr
 
 
 def _check_inputs(n, Q, K) -> tuple[int, np.ndarray | None]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..lessons.scaling import entropy
 from ..softmax import softmax
-from ._base import CourseWidget, FigureView
+from ._base import CourseWidget, FigureView, learner_array
 
 DEFAULT_D_K = 256
 DEFAULT_KEYS = 10
@@ -34,22 +34,12 @@ def _check_d_k(d_k) -> int:
 
 
 def _check_scores(scores) -> np.ndarray:
-    try:
-        arr = np.asarray(scores)
-    except Exception as exc:
-        raise TypeError(f"scores could not be turned into a NumPy array: {exc}") from None
-    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
-        raise TypeError(f"scores must be real numbers, but they have dtype {arr.dtype}.")
-    if arr.ndim != 1:
-        raise ValueError(f"scores must be one row of numbers (1-D), but it has shape {arr.shape}.")
+    arr = learner_array(scores, "scores", ndim=1)
     if not 2 <= arr.size <= MAX_KEYS:
         raise ValueError(
             f"scores must hold between 2 and {MAX_KEYS} numbers (one per key), got {arr.size}."
         )
-    if not np.isfinite(arr).all():
-        raise ValueError("scores must be finite: no NaN or inf.")
-    return arr.astype(float)
-
+    return arr
 
 def example_scores(d_k: int = DEFAULT_D_K, n_keys: int = DEFAULT_KEYS, seed: int = SEED):
     """One query dotted with ``n_keys`` keys, all entries ~ N(0, 1): scores of variance d_k."""

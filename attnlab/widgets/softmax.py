@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..softmax import softmax, softmax_jacobian
-from ._base import CourseWidget, FigureView
+from ._base import CourseWidget, FigureView, learner_array
 
 DEFAULT_SCORES = (2.0, 1.0, 0.5, 0.0, -1.0)
 MAX_KEYS = 8
@@ -24,22 +24,12 @@ TEMPERATURES = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 
 
 def _check_scores(scores) -> np.ndarray:
-    try:
-        arr = np.asarray(scores)
-    except Exception as exc:
-        raise TypeError(f"scores could not be turned into a NumPy array: {exc}") from None
-    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
-        raise TypeError(f"scores must be real numbers, but they have dtype {arr.dtype}.")
-    if arr.ndim != 1:
-        raise ValueError(f"scores must be one row of numbers (1-D), but it has shape {arr.shape}.")
+    arr = learner_array(scores, "scores", ndim=1)
     if not 2 <= arr.size <= MAX_KEYS:
         raise ValueError(
             f"scores must hold between 2 and {MAX_KEYS} numbers (one per key), got {arr.size}."
         )
-    if not np.isfinite(arr).all():
-        raise ValueError("scores must be finite: no NaN or inf.")
-    return arr.astype(float)
-
+    return arr
 
 def _status(p: np.ndarray, J: np.ndarray) -> str:
     return f"max weight {p.max():.3f}    Jacobian norm ‖J‖ = {np.linalg.norm(J):.3f}"

@@ -16,9 +16,8 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from .. import plots
-from .._inputs import as_real_array
 from ..softmax import softmax
-from ._base import CourseWidget, FigureView
+from ._base import CourseWidget, FigureView, learner_array
 
 # The Okabe-Ito colours after the course's first three: one per value row.
 # Vermillion (plots.SECOND) is left out: it frames the selected query.
@@ -29,16 +28,7 @@ _ANNOTATE_CELLS = 16
 
 
 def _matrix(x, name: str) -> np.ndarray:
-    arr = as_real_array(x, name).astype(float)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (one row per token), but it has shape "
-                         f"{arr.shape}.")
-    if 0 in arr.shape:
-        raise ValueError(f"{name} is empty (shape {arr.shape}); it needs at least one row and "
-                         "one column.")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or inf; the explorer needs finite numbers.")
-    return arr
+    return learner_array(x, name, ndim=2)
 
 
 def _check_inputs(Q, K, V, tokens):

@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from ..softmax import softmax
-from ._base import CourseWidget, FigureView
+from ._base import CourseWidget, FigureView, learner_array
 
 MAX_TOKENS = 8  # rows of Q and of K/V: one bar per key must stay readable
 MAX_DIM = 16  # columns of Q/K (d_k) and of V (d_v)
@@ -27,21 +27,11 @@ MAX_DIM = 16  # columns of Q/K (d_k) and of V (d_v)
 
 def _check_array(x, name: str) -> np.ndarray:
     """A learner's matrix as float64, or a TypeError/ValueError naming the argument."""
-    try:
-        arr = np.asarray(x)
-    except Exception as exc:  # ragged nested lists, for example
-        raise TypeError(f"{name} could not be turned into a NumPy array: {exc}") from None
-    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold real numbers, but it has dtype {arr.dtype}.")
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a matrix (2-D, one row per token), "
-                         f"but it has shape {arr.shape}.")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must hold finite numbers: no NaN or inf.")
+    arr = learner_array(x, name, ndim=2)
     problem = _size_problem(arr, name)
     if problem:
         raise ValueError(problem)
-    return arr.astype(np.float64)
+    return arr
 
 
 def _size_problem(arr: np.ndarray, name: str) -> str | None:
