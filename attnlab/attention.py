@@ -15,9 +15,10 @@ from .masks import MaskTiles
 from .scores import overflow_free_factors
 
 # Rows of queries per tile are chosen so one tile of scores holds about this
-# many numbers (1 MiB in float32): small enough to stay in cache while it is
-# shifted, exponentiated and summed in place.
-_TILE_ELEMENTS = 1 << 18
+# many numbers (2 MiB in float32, a core's L2 cache on common CPUs): small
+# enough to stay in cache while it is exponentiated and summed in place, large
+# enough that the two matrix products per tile run at full speed.
+_TILE_ELEMENTS = 1 << 19
 
 
 @dataclass

@@ -14,6 +14,7 @@ from attnlab.exercises import check, exercise_ids, solution
 from attnlab.exercises import ex07_ablation as exercise
 from attnlab.exercises.registry import get_exercise
 from attnlab.lessons import ablation as lesson
+from attnlab.lessons import retrieval
 
 matplotlib.use("Agg")
 
@@ -64,13 +65,13 @@ def test_gradient_check_reports_small_errors_and_catches_a_wrong_gradient(tiny, 
     assert set(errors) == set(lesson.PARAMETERS)
     assert max(errors.values()) < 1e-5
     # A backward pass that forgets the scale on ∂L/∂Q must be caught.
-    real = lesson.attention_backward
+    real = retrieval.attention_backward
 
     def wrong(Q, K, V, grad_out, scale=None):
         dQ, dK, dV = real(Q, K, V, grad_out, scale=scale)
         return dQ / scale, dK, dV
 
-    monkeypatch.setattr(lesson, "attention_backward", wrong)
+    monkeypatch.setattr(retrieval, "attention_backward", wrong)
     assert lesson.gradient_check(params, task, batch, 0.5)["W_Q"] > 0.1
 
 
