@@ -134,6 +134,10 @@ def attention(Q, K, V, mask=None, *, causal=False, scale=None, return_weights=Fa
     weights = np.zeros((*p.batch, p.n_q, p.n_k), dtype=p.work) if return_weights else None
     if p.n_k and p.n_q:
         rows = max(1, _TILE_ELEMENTS // max(1, p.n_k * int(np.prod(p.batch, dtype=np.int64))))
+        # V with a column of ones: the product exp(S) [V 1] gives each row's
+        # unnormalised output and, in its last column, the row's sum of weights,
+        # so no separate pass over exp(S) is needed to sum it.
+        V1 = np.concatenate([p.V, np.ones((*p.V.shape[:-1], 1), dtype=p.work)], axis=-1)
         with np.errstate(all="ignore"):
             for q0 in range(0, p.n_q, rows):
                 q1 = min(q0 + rows, p.n_q)
@@ -141,13 +145,12 @@ def attention(Q, K, V, mask=None, *, causal=False, scale=None, return_weights=Fa
                 if p.masks.active:
                     apply_mask(S, *p.masks.tile(q0, q1, 0, p.n_k))
                 stable_exp(S, p.bound)
-                total = np.sum(S, axis=-1, keepdims=True)
-                total[total == 0] = 1
+                block = S @ V1
+                total = block[..., -1:]
+                total[total == 0] = 1  # a row with no key to attend: its output stays 0
                 # Normalising the (rows, d_v) output instead of the (rows, n_k)
                 # weights saves a pass over the larger array.
-                block = S @ p.V
-                block /= total
-                out[..., q0:q1, :] = block
+                np.divide(block[..., :-1], total, out=out[..., q0:q1, :])
                 if weights is not None:
                     S /= total
                     weights[..., q0:q1, :] = S

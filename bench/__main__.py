@@ -82,12 +82,14 @@ def report(results: dict) -> None:
 
 def main() -> None:
     only = set(sys.argv[1:])  # e.g. `python -m bench widgets notebooks`
-    results = {"machine": machine()}
+    # A partial run updates its parts of the last results and keeps the rest.
+    results = json.loads(RESULTS.read_text()) if only and RESULTS.exists() else {}
+    results["machine"] = machine()
     for name, module in (("attention", attention), ("widgets", widgets),
                          ("notebooks", notebooks)):
         if not only or name in only:
             results[name] = module.run()
-    if not only:
+    if {"attention", "widgets", "notebooks"} <= results.keys():
         report(results)
     else:
         print(json.dumps(results, indent=1))

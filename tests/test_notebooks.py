@@ -151,3 +151,11 @@ def test_no_cell_relies_on_a_trailing_semicolon(nb):
     for cell in code_cells(nb):
         last = cell.source.rstrip().split("\n")[-1].strip() if cell.source.strip() else ""
         assert not (last.endswith(";") and not last.startswith("#")), cell.source[:80]
+
+
+def test_widget_cells_print_nothing_else(nb):
+    """A widget cell's only output is the widget, so nbval's strict mode compares the note."""
+    for cell in code_cells(nb):
+        texts = ["".join(o.get("data", {}).get("text/plain", "")) for o in cell.outputs]
+        if any(FALLBACK_NOTE in t for t in texts):
+            assert len(cell.outputs) == 1, cell.source[:80]
