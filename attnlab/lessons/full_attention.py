@@ -12,6 +12,7 @@ Lesson: ``notebooks/06_full_attention.ipynb``.
 
 from __future__ import annotations
 
+import gc
 import time
 import tracemalloc
 from dataclasses import dataclass
@@ -228,9 +229,14 @@ def peak_bytes(fn, *args, **kwargs) -> int:
 
     NumPy reports its array buffers to tracemalloc, so this counts every
     temporary array; memory allocated before the call is not counted.
+    The garbage collector is run first and paused during the call: otherwise it
+    may free earlier garbage (a notebook's closed figures, say) in the middle of
+    the call, and the figure would depend on when it happened to run.
     Lesson: ``notebooks/06_full_attention.ipynb``.
     """
-    was_tracing = tracemalloc.is_tracing()
+    was_tracing, was_collecting = tracemalloc.is_tracing(), gc.isenabled()
+    gc.collect()
+    gc.disable()
     if not was_tracing:
         tracemalloc.start()
     try:
@@ -241,6 +247,8 @@ def peak_bytes(fn, *args, **kwargs) -> int:
     finally:
         if not was_tracing:
             tracemalloc.stop()
+        if was_collecting:
+            gc.enable()
 
 
 def random_qkv(n: int, d: int, seed: int = 0, dtype=np.float32):
