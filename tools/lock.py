@@ -15,6 +15,7 @@ matching pins in environment.yml and binder/environment.yml
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,15 +46,37 @@ def requirements_for(python: str) -> list[str]:
     return keep
 
 
+def interpreter(python: str) -> str | None:
+    """A real Python of this version on this machine (on PATH, or under pyenv), if any."""
+    pyenv = sorted(Path.home().glob(f".pyenv/versions/{python}.*/bin/python"))
+    candidates = [str(p) for p in pyenv]
+    candidates += [shutil.which(f"python{python}") or ""]
+    for candidate in candidates:
+        # A pyenv shim exists for every installed version but runs only the selected ones.
+        if candidate and subprocess.run([candidate, "-m", "pip", "--version"],
+                                        capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
 def resolve(python: str) -> dict[str, str]:
+    """Every package the course environment needs on this Python, at one version each.
+
+    With that Python at hand, pip resolves in it, reading each candidate's
+    Requires-Python from the package itself. Without it, pip resolves for the
+    version number alone, which trusts the index to state Requires-Python.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [
-            sys.executable, "-m", "pip", "install", "--quiet", "--dry-run",
-            "--target", str(Path(tmp) / "t"), "--python-version", python,
-            "--only-binary=:all:", "--report", str(report), *requirements_for(python),
-        ]
-        subprocess.run(cmd, check=True)
+        real = interpreter(python)
+        if real:
+            cmd = [real, "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed"]
+        else:
+            print(f"no Python {python} found: resolving by version number only", file=sys.stderr)
+            cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--dry-run",
+                   "--target", str(Path(tmp) / "t"), "--python-version", python,
+                   "--only-binary=:all:"]
+        subprocess.run([*cmd, "--report", str(report), *requirements_for(python)], check=True)
         installs = json.loads(report.read_text())["install"]
     return {
         canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"] for i in installs
