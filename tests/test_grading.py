@@ -175,6 +175,21 @@ def test_endless_loop_times_out_and_the_rest_is_graded(grades):
     assert scores["erin", PROBE] == expected
 
 
+def test_unsolved_release_runs_every_cell_but_the_checks(root, grades):
+    """Executed unanswered, every check fails and nothing outside the exercises does: each
+    lesson carries on with attnlab's own function after an exercise. (An answer that is a
+    number, not a function, fails in its own cell: nbgrader's stub raises there.)"""
+    for lesson in LESSONS:
+        nb = nbformat.read(root / "autograded" / "bob" / lesson.stem / lesson.name, as_version=4)
+        for cell in nb.cells:
+            failed = any(o.output_type == "error" for o in cell.get("outputs", []))
+            graded = cell.metadata.get("nbgrader", {})
+            if graded.get("grade"):
+                assert failed, (lesson.stem, "check passed unanswered", cell.source[:80])
+            elif failed:
+                assert graded.get("solution"), (lesson.stem, "cell failed", cell.source[:80])
+
+
 def test_grades_csv_lists_every_submission(grades):
     scores, csv_path = grades
     with open(csv_path) as f:
