@@ -60,6 +60,7 @@ test: lint unit nbval
 
 lint: env
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # pytest exits 5 when it collects nothing; that must fail the build, loudly.
 unit: env

@@ -66,6 +66,8 @@ def attention_backward(Q, K, V, grad_out, mask=None, *, causal=False, scale=None
     dS = softmax_backward(P, G @ np.swapaxes(V, -1, -2))
     dQ = scale * (dS @ K)
     dK = scale * (np.swapaxes(dS, -1, -2) @ Q)
-    return (_sum_to_shape(dQ, Q.shape).astype(out.dtype, copy=False),
-            _sum_to_shape(dK, K.shape).astype(out.dtype, copy=False),
-            _sum_to_shape(dV, V.shape).astype(out.dtype, copy=False))
+    return (
+        _sum_to_shape(dQ, Q.shape).astype(out.dtype, copy=False),
+        _sum_to_shape(dK, K.shape).astype(out.dtype, copy=False),
+        _sum_to_shape(dV, V.shape).astype(out.dtype, copy=False),
+    )

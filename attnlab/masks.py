@@ -43,8 +43,10 @@ class MaskTiles:
         if mask is not None:
             self.kind, mask, self.batch = check_mask(mask, batch, n_q, n_k)
             # A view with the full trailing shape, so tiles slice it uniformly.
-            mask = np.broadcast_to(mask, mask.shape[:-2] + (n_q, n_k)) if mask.ndim >= 2 else (
-                np.broadcast_to(mask, (n_q, n_k))
+            mask = (
+                np.broadcast_to(mask, mask.shape[:-2] + (n_q, n_k))
+                if mask.ndim >= 2
+                else (np.broadcast_to(mask, (n_q, n_k)))
             )
         self.mask = mask
 

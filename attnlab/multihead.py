@@ -34,8 +34,19 @@ def merge_heads(X: np.ndarray) -> np.ndarray:
     return np.moveaxis(X, -3, -2).reshape(*lead, n, h * d)
 
 
-def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None, *, causal=False,
-                         n_kv_heads=None, return_weights=False):
+def multi_head_attention(
+    X,
+    W_Q,
+    W_K,
+    W_V,
+    W_O,
+    n_heads,
+    mask=None,
+    *,
+    causal=False,
+    n_kv_heads=None,
+    return_weights=False,
+):
     """Multi-head self-attention, with multi-query and grouped-query variants.
 
     Formula: ``head_h = attention(X W_Q^h, X W_K^h, X W_V^h)``,

@@ -42,9 +42,23 @@ def _text_colours(M, image) -> list[str]:
 class Heatmap:
     """A matrix drawn as coloured cells, optionally with its values written in."""
 
-    def __init__(self, M, ax=None, *, row_labels=None, col_labels=None, title="",
-                 xlabel="key", ylabel="query", cmap=None, vmin=None, vmax=None,
-                 annotate=None, fmt="{:.2f}", colorbar=True):
+    def __init__(
+        self,
+        M,
+        ax=None,
+        *,
+        row_labels=None,
+        col_labels=None,
+        title="",
+        xlabel="key",
+        ylabel="query",
+        cmap=None,
+        vmin=None,
+        vmax=None,
+        annotate=None,
+        fmt="{:.2f}",
+        colorbar=True,
+    ):
         M = np.asarray(M, dtype=float)
         if M.ndim == 1:
             M = M[None, :]
@@ -69,8 +83,9 @@ class Heatmap:
         if annotate:
             for i, j in np.ndindex(M.shape):
                 self.texts.append(self.ax.text(j, i, "", ha="center", va="center", fontsize=8))
-        self.colorbar = (self.ax.figure.colorbar(self.image, ax=self.ax, shrink=0.8)
-                         if colorbar else None)
+        self.colorbar = (
+            self.ax.figure.colorbar(self.image, ax=self.ax, shrink=0.8) if colorbar else None
+        )
         self.update(M)
 
     def update(self, M, *, rescale=False):
@@ -106,8 +121,17 @@ def weight_strip(weights, ax=None, *, labels=None, title="softmax weights", **kw
     """One row of weights as a strip of cells whose darkness is the weight (0 to 1)."""
     kwargs.setdefault("cmap", STRIP_CMAP)
     kwargs.setdefault("colorbar", False)
-    heat = Heatmap(np.asarray(weights, float)[None, :], ax, col_labels=labels, title=title,
-                   xlabel=kwargs.pop("xlabel", "key"), ylabel="", vmin=0.0, vmax=1.0, **kwargs)
+    heat = Heatmap(
+        np.asarray(weights, float)[None, :],
+        ax,
+        col_labels=labels,
+        title=title,
+        xlabel=kwargs.pop("xlabel", "key"),
+        ylabel="",
+        vmin=0.0,
+        vmax=1.0,
+        **kwargs,
+    )
     heat.ax.set_yticks([])
     return heat
 
@@ -115,8 +139,19 @@ def weight_strip(weights, ax=None, *, labels=None, title="softmax weights", **kw
 class Histogram:
     """A histogram with fixed bins, drawn as one filled step outline that updates in place."""
 
-    def __init__(self, samples, ax=None, *, bins=40, range=None, title="", xlabel="value",
-                 color=ACCENT, label=None, density=True):
+    def __init__(
+        self,
+        samples,
+        ax=None,
+        *,
+        bins=40,
+        range=None,
+        title="",
+        xlabel="value",
+        color=ACCENT,
+        label=None,
+        density=True,
+    ):
         self.ax = axes(ax)
         samples = np.asarray(samples, dtype=float).ravel()
         if range is None:
@@ -125,8 +160,9 @@ class Histogram:
         self.edges = np.linspace(*range, bins + 1)
         self.density = density
         # One StepPatch instead of one Rectangle per bin: a single artist to redraw.
-        self.patch = self.ax.stairs(self.heights(samples), self.edges, fill=True, color=color,
-                                    alpha=0.7, label=label)
+        self.patch = self.ax.stairs(
+            self.heights(samples), self.edges, fill=True, color=color, alpha=0.7, label=label
+        )
         self.ax.set_title(title)
         self.ax.set_xlabel(xlabel)
         self.ax.set_ylabel("density" if density else "count")

@@ -47,7 +47,7 @@ def tiled_attention(Q, K, V, mask=None, *, causal=False, scale=None, block_size=
             q1 = min(q0 + _QUERY_TILE, p.n_q)
             A = p.A[..., q0:q1, :]
             m = np.full((*p.batch, q1 - q0, 1), -np.inf, dtype=p.work)
-            l = np.zeros_like(m)  # noqa: E741 - the l of the FlashAttention paper
+            l = np.zeros_like(m)
             o = np.zeros((*p.batch, q1 - q0, p.d_v), dtype=p.work)
             for k0 in range(0, p.n_k, block_size):
                 k1 = min(k0 + block_size, p.n_k)

@@ -75,8 +75,12 @@ def torch_times(sizes) -> dict[int, float] | None:
     """Median seconds of torch's F.scaled_dot_product_attention on the CPU, or None."""
     if importlib.util.find_spec("torch") is None:
         return None
-    done = subprocess.run([sys.executable, "-c", _TORCH_TIMES, json.dumps(list(sizes))],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _TORCH_TIMES, json.dumps(list(sizes))],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return {int(n): t for n, t in json.loads(done.stdout).items()}
 
 
@@ -88,8 +92,12 @@ def attention_rows(rng) -> list[dict]:
         repeats = 7 if n <= 2048 else 3
         t = median_time(lambda: attnlab.attention(Q, K, V), repeats)  # noqa: B023
         floor = median_time(lambda: two_matmuls(Q, K, V), repeats)  # noqa: B023
-        row = {"n": n, "attention_ms": t * 1e3, "matmuls_ms": floor * 1e3,
-               "ratio_to_matmuls": t / floor}
+        row = {
+            "n": n,
+            "attention_ms": t * 1e3,
+            "matmuls_ms": floor * 1e3,
+            "ratio_to_matmuls": t / floor,
+        }
         if torch is not None:
             row["ratio_to_torch"] = t / torch[n]
         rows.append(row)
@@ -105,15 +113,24 @@ def tiled_row(rng) -> dict:
     attnlab.tiled_attention(Q, K, V)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return {"ratio_to_attention_n4096": t_tiled / t_full, "tiled_ms_n4096": t_tiled * 1e3,
-            "peak_mb_8192x32768": peak / 1e6,
-            "score_matrix_mb_8192x32768": 8192 * 32768 * 4 / 1e6}
+    return {
+        "ratio_to_attention_n4096": t_tiled / t_full,
+        "tiled_ms_n4096": t_tiled * 1e3,
+        "peak_mb_8192x32768": peak / 1e6,
+        "score_matrix_mb_8192x32768": 8192 * 32768 * 4 / 1e6,
+    }
 
 
 def import_ms() -> float:
     code = "import time; t = time.perf_counter(); import attnlab; print(time.perf_counter() - t)"
-    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                 check=True).stdout) for _ in range(5)]
+    runs = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(5)
+    ]
     return float(np.median(runs)) * 1e3
 
 

@@ -24,8 +24,9 @@ def measure(path: Path) -> dict:
     nb = nbformat.read(path, as_version=4)
     n_cells = len(nb.cells)
     nb.cells.append(new_code_cell(PEAK_RSS_CELL))
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     start = time.perf_counter()
     with client.setup_kernel():
         for index, cell in enumerate(nb.cells[:n_cells]):

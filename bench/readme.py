@@ -18,8 +18,11 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 def table(results: dict) -> str:
     m = results["machine"]
-    lines = [f"Measured on {m['date']}: {m['cpu']}, {m['cores']} cores, Python {m['python']}, "
-             f"NumPy {m['numpy']}.", ""]
+    lines = [
+        f"Measured on {m['date']}: {m['cpu']}, {m['cores']} cores, Python {m['python']}, "
+        f"NumPy {m['numpy']}.",
+        "",
+    ]
     if "notebooks" in results:
         lines += ["| lesson | Run All | kernel peak memory |", "| --- | ---: | ---: |"]
         for name, r in results["notebooks"].items():
@@ -33,17 +36,23 @@ def table(results: dict) -> str:
         lines.append("")
     if "attention" in results:
         a = results["attention"]
-        lines += ["| `attention`, float32, d = 64 | time | × its two matrix products |",
-                  "| --- | ---: | ---: |"]
+        lines += [
+            "| `attention`, float32, d = 64 | time | × its two matrix products |",
+            "| --- | ---: | ---: |",
+        ]
         for r in a["attention"]:
-            lines.append(f"| n = {r['n']} | {r['attention_ms']:.1f} ms | "
-                         f"{r['ratio_to_matmuls']:.2f} |")
+            lines.append(
+                f"| n = {r['n']} | {r['attention_ms']:.1f} ms | {r['ratio_to_matmuls']:.2f} |"
+            )
         t = a["tiled"]
-        lines += ["", f"`tiled_attention` at n = 4096 takes {t['ratio_to_attention_n4096']:.2f}× "
-                  f"the time of `attention`; for 8192 queries × 32768 keys it allocates at most "
-                  f"{t['peak_mb_8192x32768']:.0f} MB, where the score matrix alone would be "
-                  f"{t['score_matrix_mb_8192x32768']:.0f} MB. `import attnlab` takes "
-                  f"{a['import_ms']:.0f} ms."]
+        lines += [
+            "",
+            f"`tiled_attention` at n = 4096 takes {t['ratio_to_attention_n4096']:.2f}× "
+            f"the time of `attention`; for 8192 queries × 32768 keys it allocates at most "
+            f"{t['peak_mb_8192x32768']:.0f} MB, where the score matrix alone would be "
+            f"{t['score_matrix_mb_8192x32768']:.0f} MB. `import attnlab` takes "
+            f"{a['import_ms']:.0f} ms.",
+        ]
     return "\n".join(lines)
 
 
@@ -52,8 +61,9 @@ def main() -> None:
     readme = ROOT / "README.md"
     text = readme.read_text()
     block = f"{START}\n{table(results)}\n{END}"
-    new, count = re.subn(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text,
-                         flags=re.S)
+    new, count = re.subn(
+        re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S
+    )
     if not count:
         raise SystemExit(f"README.md has no {START} ... {END} block")
     readme.write_text(new)

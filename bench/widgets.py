@@ -56,8 +56,11 @@ def measure(widget, repeats: int = 3) -> dict:
     if not times:
         raise ValueError(f"{type(widget).__name__} has no control that could be moved")
     ms = np.array(times) * 1000
-    return {"median_ms": float(np.median(ms)), "p95_ms": float(np.percentile(ms, 95)),
-            "changes": len(ms)}
+    return {
+        "median_ms": float(np.median(ms)),
+        "p95_ms": float(np.percentile(ms, 95)),
+        "changes": len(ms),
+    }
 
 
 def run(names=None) -> dict:
@@ -76,8 +79,10 @@ def main(argv=None) -> None:
     print(f"{'widget':28} {'median ms':>10} {'p95 ms':>8} {'changes':>8}  goal")
     for name, r in results.items():
         ok = r["median_ms"] <= GOAL_MEDIAN_MS and r["p95_ms"] <= GOAL_P95_MS
-        print(f"{name:28} {r['median_ms']:10.1f} {r['p95_ms']:8.1f} {r['changes']:8d}  "
-              f"{'met' if ok else 'MISSED'}")
+        print(
+            f"{name:28} {r['median_ms']:10.1f} {r['p95_ms']:8.1f} {r['changes']:8d}  "
+            f"{'met' if ok else 'MISSED'}"
+        )
 
 
 if __name__ == "__main__":

@@ -69,8 +69,12 @@ def test_attention_backward_checks_grad_shape(rng):
 
 
 def weights(rng, d_model, h, h_kv, d_head):
-    return (rng.normal(size=(d_model, h * d_head)), rng.normal(size=(d_model, h_kv * d_head)),
-            rng.normal(size=(d_model, h_kv * d_head)), rng.normal(size=(h * d_head, d_model)))
+    return (
+        rng.normal(size=(d_model, h * d_head)),
+        rng.normal(size=(d_model, h_kv * d_head)),
+        rng.normal(size=(d_model, h_kv * d_head)),
+        rng.normal(size=(h * d_head, d_model)),
+    )
 
 
 def test_multi_head_equals_one_attention_per_head(rng):
@@ -91,15 +95,21 @@ def test_multi_query_shares_one_key_and_value_head(rng):
     X = rng.normal(size=(5, 8))
     W_Q, W_K, W_V, W_O = weights(rng, 8, 4, 1, 2)
     repeated = (W_Q, np.tile(W_K, 4), np.tile(W_V, 4), W_O)
-    np.testing.assert_allclose(multi_head_attention(X, W_Q, W_K, W_V, W_O, 4, n_kv_heads=1),
-                               multi_head_attention(X, *repeated, 4), atol=1e-12)
+    np.testing.assert_allclose(
+        multi_head_attention(X, W_Q, W_K, W_V, W_O, 4, n_kv_heads=1),
+        multi_head_attention(X, *repeated, 4),
+        atol=1e-12,
+    )
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"n_heads": 3}, "multiple of n_heads"),
-    ({"n_heads": 0}, "at least 1"),
-    ({"n_heads": 4, "n_kv_heads": 3}, "multiple of n_kv_heads"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"n_heads": 3}, "multiple of n_heads"),
+        ({"n_heads": 0}, "at least 1"),
+        ({"n_heads": 4, "n_kv_heads": 3}, "multiple of n_kv_heads"),
+    ],
+)
 def test_multi_head_bad_arguments(rng, kwargs, message):
     X = rng.normal(size=(5, 8))
     W_Q, W_K, W_V, W_O = weights(rng, 8, 4, 4, 2)

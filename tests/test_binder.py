@@ -21,20 +21,29 @@ def dockerfile(tmp_path_factory) -> str:
         pytest.fail("jupyter-repo2docker is missing: run `make env` (the `binder` extra)")
     # A clean copy of what is committed: repo2docker reads the whole folder.
     copy = tmp_path_factory.mktemp("repo") / "attnlab"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     for name in files:
         if (ROOT / name).is_file():
             (copy / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, copy / name)
-    result = subprocess.run([str(REPO2DOCKER), "--no-build", "--no-run", "--debug", str(copy)],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [str(REPO2DOCKER), "--no-build", "--no-run", "--debug", str(copy)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout + result.stderr
 
 
 def test_installs_binder_environment_yml(dockerfile):
-    assert 'binder/environment.yml' in dockerfile
+    assert "binder/environment.yml" in dockerfile
     assert '--file "binder/environment.yml"' in dockerfile
 
 
@@ -49,8 +58,9 @@ def test_ignores_the_top_level_environment_yml(dockerfile):
 
 def test_badge_opens_the_start_notebook_in_jupyterlab():
     readme = (ROOT / "README.md").read_text()
-    assert ("https://mybinder.org/v2/gh/OWNER/REPO/HEAD?urlpath=lab/tree/notebooks/"
-            "00_start_here.ipynb") in readme
+    assert (
+        "https://mybinder.org/v2/gh/OWNER/REPO/HEAD?urlpath=lab/tree/notebooks/00_start_here.ipynb"
+    ) in readme
     assert (ROOT / "notebooks" / "00_start_here.ipynb").exists()
 
 

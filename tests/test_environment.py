@@ -49,8 +49,11 @@ def test_conda_pins_match_the_lock(path):
     pins = conda_pins(ROOT / path)
     assert pins.pop("python") == BINDER_PYTHON
     lock = lock_for(BINDER_PYTHON)
-    mismatched = {name: (version, lock.get(name)) for name, version in pins.items()
-                  if lock.get(name) != version}
+    mismatched = {
+        name: (version, lock.get(name))
+        for name, version in pins.items()
+        if lock.get(name) != version
+    }
     assert not mismatched, f"{path} disagrees with constraints.txt: {mismatched}"
 
 

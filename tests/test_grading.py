@@ -40,8 +40,10 @@ def graded_cells(nb, kind):
 
 
 def points(nb) -> dict[str, float]:
-    return {c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["points"]
-            for c in graded_cells(nb, "grade")}
+    return {
+        c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["points"]
+        for c in graded_cells(nb, "grade")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -137,8 +139,7 @@ def grades(root):
         for lesson in LESSONS:
             for sub in gb.assignment_submissions(lesson.stem):
                 nb = gb.find_submission_notebook(lesson.stem, lesson.stem, sub.student_id)
-                scores[sub.student_id, lesson.stem] = {
-                    g.name: g.score for g in nb.grades}
+                scores[sub.student_id, lesson.stem] = {g.name: g.score for g in nb.grades}
     return scores, csv_path
 
 

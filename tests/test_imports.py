@@ -10,8 +10,9 @@ HEAVY = ("matplotlib", "ipywidgets", "IPython", "attnlab.exercises", "attnlab.wi
 
 def loaded_after(code: str) -> set[str]:
     probe = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
     return set(out.split())
 
 
@@ -21,9 +22,10 @@ def test_import_attnlab_loads_numpy_only():
     assert not {m for m in HEAVY if m in modules}
 
 
-@pytest.mark.parametrize("name, module", [("check", "attnlab.exercises"),
-                                          ("plots", "matplotlib"),
-                                          ("widgets", "attnlab.widgets")])
+@pytest.mark.parametrize(
+    "name, module",
+    [("check", "attnlab.exercises"), ("plots", "matplotlib"), ("widgets", "attnlab.widgets")],
+)
 def test_lazy_parts_load_on_first_use(name, module):
     assert module in loaded_after(f"import attnlab\nattnlab.{name}")
 

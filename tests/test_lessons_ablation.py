@@ -37,8 +37,10 @@ def central_differences(params, task, batch, scale, h=1e-6):
             down = {k: v.copy() for k, v in params.items()}
             up[name][index] += h
             down[name][index] -= h
-            grad[index] = (lesson.loss_only(up, task, batch, scale).sum()
-                           - lesson.loss_only(down, task, batch, scale).sum()) / (2 * h)
+            grad[index] = (
+                lesson.loss_only(up, task, batch, scale).sum()
+                - lesson.loss_only(down, task, batch, scale).sum()
+            ) / (2 * h)
         numeric[name] = grad
     return numeric
 
@@ -46,8 +48,11 @@ def central_differences(params, task, batch, scale, h=1e-6):
 # ---------------------------------------------------------- gradient check
 
 
-@pytest.mark.parametrize("scale", [1 / np.sqrt(3), 1.0, 3.0, np.array([1.0, 0.25])],
-                         ids=["scaled", "unscaled", "sharp", "one scale per model"])
+@pytest.mark.parametrize(
+    "scale",
+    [1 / np.sqrt(3), 1.0, 3.0, np.array([1.0, 0.25])],
+    ids=["scaled", "unscaled", "sharp", "one scale per model"],
+)
 def test_every_parameter_gradient_matches_central_differences(tiny, scale):
     task, params, batch = tiny
     _, grads, _ = lesson.loss_and_grads(params, task, batch, scale)
@@ -55,8 +60,7 @@ def test_every_parameter_gradient_matches_central_differences(tiny, scale):
     assert set(grads) == set(lesson.PARAMETERS)
     for name in lesson.PARAMETERS:
         assert grads[name].dtype == np.float64 and grads[name].shape == params[name].shape
-        np.testing.assert_allclose(grads[name], numeric[name], rtol=1e-5, atol=1e-9,
-                                   err_msg=name)
+        np.testing.assert_allclose(grads[name], numeric[name], rtol=1e-5, atol=1e-9, err_msg=name)
 
 
 def test_gradient_check_reports_small_errors_and_catches_a_wrong_gradient(tiny, monkeypatch):
@@ -80,14 +84,14 @@ def test_models_with_different_scales_are_independent(tiny):
     scales = np.array([0.5, 2.0])
     loss, grads, stats = lesson.loss_and_grads(params, task, batch, scales)
     for m, scale in enumerate(scales):
-        one = {k: v[m:m + 1] for k, v in params.items()}
-        part = lesson.Batch(*(getattr(batch, n)[m:m + 1]
-                              for n in ("keys", "values", "query", "target")))
+        one = {k: v[m : m + 1] for k, v in params.items()}
+        part = lesson.Batch(
+            *(getattr(batch, n)[m : m + 1] for n in ("keys", "values", "query", "target"))
+        )
         loss_m, grads_m, stats_m = lesson.loss_and_grads(one, task, part, float(scale))
         np.testing.assert_allclose(loss[m], loss_m[0], rtol=1e-12)
         for name in lesson.PARAMETERS:
-            np.testing.assert_allclose(grads[name][m], grads_m[name][0], rtol=1e-10,
-                                       atol=1e-14)
+            np.testing.assert_allclose(grads[name][m], grads_m[name][0], rtol=1e-10, atol=1e-14)
         assert stats["accuracy"][m] == stats_m["accuracy"][0]
 
 
@@ -121,8 +125,7 @@ def test_linear_and_its_backward_against_einsum():
     x = rng.normal(size=(3, 7, 5, 4))
     W = rng.normal(size=(3, 4, 600))  # wide enough to be summed in several chunks
     g = rng.normal(size=(3, 7, 5, 600))
-    np.testing.assert_allclose(lesson.linear(x, W), np.einsum("mbni,mij->mbnj", x, W),
-                               rtol=1e-12)
+    np.testing.assert_allclose(lesson.linear(x, W), np.einsum("mbni,mij->mbnj", x, W), rtol=1e-12)
     grad_x, grad_W = lesson.linear_backward(x, W, g)
     np.testing.assert_allclose(grad_W, np.einsum("mbni,mbnj->mij", x, g), rtol=1e-10)
     np.testing.assert_allclose(grad_x, np.einsum("mbnj,mij->mbni", g, W), rtol=1e-10)
@@ -224,8 +227,9 @@ def test_training_is_deterministic_and_seeds_are_independent(short_runs):
 def test_run_ablation_orders_and_reuses_runs(short_runs):
     assert list(short_runs) == [(16, "1"), (16, "√d_k"), (64, "1"), (64, "√d_k")]
     kept = {(16, "1"): short_runs[(16, "1")]}
-    more = lesson.run_ablation(d_ks=(16,), divisors=("1", "2√d_k"), seeds=(0, 1), steps=80,
-                               reuse=kept)
+    more = lesson.run_ablation(
+        d_ks=(16,), divisors=("1", "2√d_k"), seeds=(0, 1), steps=80, reuse=kept
+    )
     assert more[(16, "1")] is kept[(16, "1")]
     assert list(more) == [(16, "1"), (16, "2√d_k")]
 
@@ -295,9 +299,15 @@ def correct_float32(p, grad_p):
 
 @pytest.mark.parametrize(
     "answer",
-    [correct_formula, correct_loop_of_jacobians, correct_batched_jacobian,
-     correct_column_of_dots, correct_float32, exercise.softmax_backward,
-     attnlab.softmax_backward],
+    [
+        correct_formula,
+        correct_loop_of_jacobians,
+        correct_batched_jacobian,
+        correct_column_of_dots,
+        correct_float32,
+        exercise.softmax_backward,
+        attnlab.softmax_backward,
+    ],
 )
 def test_correct_answers_in_any_style_pass(answer):
     result = check("softmax_backward", answer)

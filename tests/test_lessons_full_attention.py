@@ -257,9 +257,9 @@ MHA_CORRECT = [
     mha_sum_of_projections,
     mha_split_heads,
     lambda X, W_Q, W_K, W_V, W_O, n_heads: attnlab.multi_head_attention(
-        X, W_Q, W_K, W_V, W_O, n_heads),
-    lambda *args: exercise.multi_head_attention(
-        *(a.astype(np.float32) for a in args[:5]), args[5]),
+        X, W_Q, W_K, W_V, W_O, n_heads
+    ),
+    lambda *args: exercise.multi_head_attention(*(a.astype(np.float32) for a in args[:5]), args[5]),
     lambda *args: exercise.multi_head_attention(*args).tolist(),
 ]
 
@@ -276,8 +276,21 @@ def _softmax(S, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def _mha(X, W_Q, W_K, W_V, W_O, n_heads, *, split="right", merge="right", divisor="head",
-         axis=-1, project=True, transpose_o=False):
+def _mha(
+    X,
+    W_Q,
+    W_K,
+    W_V,
+    W_O,
+    n_heads,
+    *,
+    split="right",
+    merge="right",
+    divisor="head",
+    axis=-1,
+    project=True,
+    transpose_o=False,
+):
     n, d = X.shape
     dh = d // n_heads
 
@@ -345,7 +358,7 @@ def test_multi_head_attention_shape_errors_get_the_hint():
 def online_python_floats(scores, block_size):
     m, total = -math.inf, 0.0
     for start in range(0, len(scores), block_size):
-        block = [float(x) for x in scores[start:start + block_size]]
+        block = [float(x) for x in scores[start : start + block_size]]
         new = max(m, max(block))
         total = total * math.exp(m - new) + sum(math.exp(x - new) for x in block)
         m = new
@@ -356,7 +369,7 @@ def online_first_block_starts(scores, block_size):
     m = scores[:block_size].max()
     total = np.exp(scores[:block_size] - m).sum()
     for start in range(block_size, len(scores), block_size):
-        block = scores[start:start + block_size]
+        block = scores[start : start + block_size]
         new = max(m, block.max())
         total = total * np.exp(m - new) + np.exp(block - new).sum()
         m = new
@@ -366,7 +379,7 @@ def online_first_block_starts(scores, block_size):
 def online_stores_and_rescales_parts(scores, block_size):
     parts, maxima, m, total = [], [], -np.inf, 0.0
     for start in range(0, len(scores), block_size):
-        block = scores[start:start + block_size]
+        block = scores[start : start + block_size]
         new = max(m, block.max())
         total = total * np.exp(m - new) + np.exp(block - new).sum()
         m = new
@@ -394,7 +407,7 @@ def test_correct_online_softmax_answers_pass(answer):
 def _online(scores, block_size, *, rescale="right"):
     m, total = -np.inf, 0.0
     for start in range(0, len(scores), block_size):
-        block = scores[start:start + block_size]
+        block = scores[start : start + block_size]
         new = max(m, block.max())
         if rescale == "right":
             total = total * np.exp(m - new)
@@ -410,7 +423,7 @@ def _online(scores, block_size, *, rescale="right"):
 def _stale(scores, block_size):
     m, total, parts = -np.inf, 0.0, []
     for start in range(0, len(scores), block_size):
-        block = scores[start:start + block_size]
+        block = scores[start : start + block_size]
         new = max(m, block.max())
         total = total * np.exp(m - new) + np.exp(block - new).sum()
         m = new
@@ -427,12 +440,12 @@ def _first_max(scores, block_size):
 def _no_max(scores, block_size):
     total = 0.0
     for start in range(0, len(scores), block_size):
-        total += np.exp(scores[start:start + block_size]).sum()
+        total += np.exp(scores[start : start + block_size]).sum()
     return np.exp(scores) / total
 
 
 def _per_block(scores, block_size, average=False):
-    blocks = [scores[k:k + block_size] for k in range(0, len(scores), block_size)]
+    blocks = [scores[k : k + block_size] for k in range(0, len(scores), block_size)]
     out = np.concatenate([_softmax(b) for b in blocks])
     return out / len(blocks) if average else out
 
@@ -462,7 +475,7 @@ def test_classic_online_softmax_mistakes_fail_and_are_named(answer, phrase):
 def test_online_softmax_hints_for_unnamed_mistakes():
     def per_block_scaled(scores, block_size):
         # Each block sums to 1, but not the way a known mistake computes it.
-        blocks = [scores[k:k + block_size] for k in range(0, len(scores), block_size)]
+        blocks = [scores[k : k + block_size] for k in range(0, len(scores), block_size)]
         return np.concatenate([np.full(len(b), 1 / len(b)) for b in blocks])
 
     message = check("online_softmax", per_block_scaled).message
@@ -502,14 +515,16 @@ def test_exercises_are_registered_for_lesson_06_with_their_solutions():
 def test_every_mistake_differs_from_the_reference_on_some_case():
     for cases, mistakes, reference in [
         (exercise.mha_cases(), exercise.MHA_MISTAKES, attnlab.multi_head_attention),
-        (exercise.online_cases(), exercise.ONLINE_MISTAKES,
-         lambda s, b: attnlab.softmax(s)),
+        (exercise.online_cases(), exercise.ONLINE_MISTAKES, lambda s, b: attnlab.softmax(s)),
     ]:
         for mistake in mistakes:
             with np.errstate(all="ignore"):
                 differs = [
-                    not np.allclose(mistake.compute(*c.inputs.values()),
-                                    reference(*c.inputs.values()), equal_nan=True)
+                    not np.allclose(
+                        mistake.compute(*c.inputs.values()),
+                        reference(*c.inputs.values()),
+                        equal_nan=True,
+                    )
                     for c in cases
                 ]
             assert any(differs), mistake.message[:60]

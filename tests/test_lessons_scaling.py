@@ -117,8 +117,9 @@ def test_figures_have_titles_and_labels():
     sat = lesson.saturation_by_dk(d_ks=(1, 4, 16), n_rows=50)
     gaps = np.linspace(0, 10, 11)
     figures = [
-        lesson.plot_softmax_rows(attnlab.softmax(np.array([[2.0, 1, 1], [20, 10, 10]])),
-                                 ["a", "b"]),
+        lesson.plot_softmax_rows(
+            attnlab.softmax(np.array([[2.0, 1, 1], [20, 10, 10]])), ["a", "b"]
+        ),
         lesson.plot_gap_sweep(gaps, *lesson.gap_sweep(gaps), n_keys=16),
         lesson.plot_saturation(sat),
         lesson.plot_power_variances((1, 4, 16), lesson.power_variances((1, 4, 16), n_samples=100)),

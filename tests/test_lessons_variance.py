@@ -137,8 +137,17 @@ STD = math.sqrt(512)
 
 @pytest.mark.parametrize(
     "value",
-    [STD, np.sqrt(512), 22.6, 22.63, round(STD, 1), np.float32(STD), np.array(STD),
-     np.float64(22.65), 512**0.5],
+    [
+        STD,
+        np.sqrt(512),
+        22.6,
+        22.63,
+        round(STD, 1),
+        np.float32(STD),
+        np.array(STD),
+        np.float64(22.65),
+        512**0.5,
+    ],
 )
 def test_right_numbers_pass(value):
     result = judge(value)

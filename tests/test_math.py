@@ -271,8 +271,10 @@ def test_causal_mask_shape_and_alignment():
     assert causal_mask(0).shape == (0, 0)
 
 
-@pytest.mark.parametrize("args, exc", [((-1,), ValueError), ((3, -2), ValueError),
-                                       ((2.5,), TypeError), ((True,), TypeError)])
+@pytest.mark.parametrize(
+    "args, exc",
+    [((-1,), ValueError), ((3, -2), ValueError), ((2.5,), TypeError), ((True,), TypeError)],
+)
 def test_causal_mask_bad_sizes(args, exc):
     with pytest.raises(exc):
         causal_mask(*args)
@@ -313,8 +315,10 @@ def test_non_finite_inputs_named(rng, name, bad):
         attention(args["Q"], args["K"], args["V"])
 
 
-@pytest.mark.parametrize("bad", [np.ones((2, 2), complex), np.array([["a", "b"]]),
-                                 np.array([[object(), 1]], dtype=object)])
+@pytest.mark.parametrize(
+    "bad",
+    [np.ones((2, 2), complex), np.array([["a", "b"]]), np.array([[object(), 1]], dtype=object)],
+)
 def test_non_real_inputs_are_type_errors(rng, bad):
     with pytest.raises(TypeError, match="Q must hold real numbers"):
         attention(bad, bad, bad)

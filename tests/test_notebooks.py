@@ -55,8 +55,12 @@ def test_no_errors_no_stderr(nb):
 
 
 def test_no_local_paths_in_outputs(nb):
-    places = [str(ROOT), os.path.expanduser("~") + "/", tempfile.gettempdir() + "/",
-              "site-packages"]
+    places = [
+        str(ROOT),
+        os.path.expanduser("~") + "/",
+        tempfile.gettempdir() + "/",
+        "site-packages",
+    ]
     text = json.dumps([c.outputs for c in code_cells(nb)])
     for place in places:
         assert place not in text
@@ -74,8 +78,12 @@ def test_no_stale_widget_state(nb):
 
 
 def test_has_a_widget(nb):
-    notes = [c for c in code_cells(nb) for o in c.outputs
-             if FALLBACK_NOTE in "".join(o.get("data", {}).get("text/plain", ""))]
+    notes = [
+        c
+        for c in code_cells(nb)
+        for o in c.outputs
+        if FALLBACK_NOTE in "".join(o.get("data", {}).get("text/plain", ""))
+    ]
     assert notes, "every lesson has at least one widget"
 
 
@@ -139,8 +147,12 @@ def test_learner_function_carries_the_exercise_name(nb):
 
 
 def test_every_registered_exercise_is_used_by_a_lesson():
-    used = {c.metadata.nbgrader["grade_id"].removesuffix("_answer")
-            for p in NOTEBOOKS for c in graded(load(p)) if c.metadata.nbgrader["solution"]}
+    used = {
+        c.metadata.nbgrader["grade_id"].removesuffix("_answer")
+        for p in NOTEBOOKS
+        for c in graded(load(p))
+        if c.metadata.nbgrader["solution"]
+    }
     assert set(exercise_ids()) <= used, set(exercise_ids()) - used
     assert attnlab.check  # the checker the notebooks import
 

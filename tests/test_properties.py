@@ -68,17 +68,24 @@ def test_causal_output_ignores_later_keys(p, data):
     n = len(Q)
     i = data.draw(st.integers(0, n - 1))
     K2, V2 = K.copy(), V.copy()
-    K2[i + 1:] = data.draw(arrays(np.float64, K2[i + 1:].shape, elements=finite))
-    V2[i + 1:] = data.draw(arrays(np.float64, V2[i + 1:].shape, elements=finite))
-    np.testing.assert_allclose(attention(Q, K, V, causal=True)[: i + 1],
-                               attention(Q, K2, V2, causal=True)[: i + 1], atol=1e-12)
+    K2[i + 1 :] = data.draw(arrays(np.float64, K2[i + 1 :].shape, elements=finite))
+    V2[i + 1 :] = data.draw(arrays(np.float64, V2[i + 1 :].shape, elements=finite))
+    np.testing.assert_allclose(
+        attention(Q, K, V, causal=True)[: i + 1],
+        attention(Q, K2, V2, causal=True)[: i + 1],
+        atol=1e-12,
+    )
 
 
 @given(problems(), st.integers(1, 7), st.booleans())
 def test_tiled_equals_attention(p, block_size, causal):
     # block sizes that do not divide n_k leave a ragged last block
-    np.testing.assert_allclose(tiled_attention(*p, causal=causal, block_size=block_size),
-                               attention(*p, causal=causal), atol=1e-10, rtol=0)
+    np.testing.assert_allclose(
+        tiled_attention(*p, causal=causal, block_size=block_size),
+        attention(*p, causal=causal),
+        atol=1e-10,
+        rtol=0,
+    )
 
 
 @given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 9), st.booleans(), st.data())
@@ -86,8 +93,12 @@ def test_tiled_equals_attention_with_masks_and_ragged_blocks(n_q, n_k, block, ca
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     Q, K, V = rng.normal(size=(2, n_q, 4)), rng.normal(size=(n_k, 4)), rng.normal(size=(n_k, 3))
     keep = rng.random((n_q, n_k)) < 0.7
-    np.testing.assert_allclose(tiled_attention(Q, K, V, keep, causal=causal, block_size=block),
-                               attention(Q, K, V, keep, causal=causal), atol=1e-10, rtol=0)
+    np.testing.assert_allclose(
+        tiled_attention(Q, K, V, keep, causal=causal, block_size=block),
+        attention(Q, K, V, keep, causal=causal),
+        atol=1e-10,
+        rtol=0,
+    )
 
 
 @given(problems())

@@ -21,8 +21,11 @@ def sdpa(Q, K, V, **kwargs):
 
 @pytest.fixture
 def batch_heads(rng):
-    return (rng.normal(size=(2, 3, 5, 8)), rng.normal(size=(2, 3, 7, 8)),
-            rng.normal(size=(2, 3, 7, 4)))
+    return (
+        rng.normal(size=(2, 3, 5, 8)),
+        rng.normal(size=(2, 3, 7, 8)),
+        rng.normal(size=(2, 3, 7, 4)),
+    )
 
 
 @pytest.mark.parametrize("fn", [attention, tiled_attention])
@@ -34,21 +37,24 @@ def test_plain(batch_heads, fn):
 def test_bool_mask(batch_heads, rng, fn):
     keep = rng.random((5, 7)) < 0.6
     keep[:, 0] = True
-    np.testing.assert_allclose(fn(*batch_heads, keep), sdpa(*batch_heads, attn_mask=keep),
-                               atol=1e-9, rtol=0)
+    np.testing.assert_allclose(
+        fn(*batch_heads, keep), sdpa(*batch_heads, attn_mask=keep), atol=1e-9, rtol=0
+    )
 
 
 @pytest.mark.parametrize("fn", [attention, tiled_attention])
 def test_float_mask(batch_heads, rng, fn):
     bias = rng.normal(size=(3, 1, 7))
-    np.testing.assert_allclose(fn(*batch_heads, bias), sdpa(*batch_heads, attn_mask=bias),
-                               atol=1e-9, rtol=0)
+    np.testing.assert_allclose(
+        fn(*batch_heads, bias), sdpa(*batch_heads, attn_mask=bias), atol=1e-9, rtol=0
+    )
 
 
 @pytest.mark.parametrize("fn", [attention, tiled_attention])
 def test_causal_non_square(batch_heads, fn):
-    np.testing.assert_allclose(fn(*batch_heads, causal=True), sdpa(*batch_heads, is_causal=True),
-                               atol=1e-9, rtol=0)
+    np.testing.assert_allclose(
+        fn(*batch_heads, causal=True), sdpa(*batch_heads, is_causal=True), atol=1e-9, rtol=0
+    )
 
 
 @pytest.mark.parametrize("fn", [attention, tiled_attention])
@@ -56,8 +62,9 @@ def test_custom_scale_and_causal_with_mask(batch_heads, rng, fn):
     keep = rng.random((5, 7)) < 0.8
     keep[:, 0] = True
     expected = sdpa(*batch_heads, attn_mask=keep & causal_mask(5, 7), scale=0.37)
-    np.testing.assert_allclose(fn(*batch_heads, keep, causal=True, scale=0.37), expected,
-                               atol=1e-9, rtol=0)
+    np.testing.assert_allclose(
+        fn(*batch_heads, keep, causal=True, scale=0.37), expected, atol=1e-9, rtol=0
+    )
 
 
 def test_multi_head_matches_torch(rng):
@@ -67,9 +74,8 @@ def test_multi_head_matches_torch(rng):
     X = rng.normal(size=(1, n, d))
     mha = torch.nn.MultiheadAttention(d, h, bias=False, batch_first=True, dtype=torch.float64)
     W_in = mha.in_proj_weight.detach().numpy()
-    W_Q, W_K, W_V = (W_in[i * d:(i + 1) * d].T for i in range(3))
+    W_Q, W_K, W_V = (W_in[i * d : (i + 1) * d].T for i in range(3))
     W_O = mha.out_proj.weight.detach().numpy().T
     t = torch.from_numpy(X)
     expected = mha(t, t, t, need_weights=False)[0].detach().numpy()
-    np.testing.assert_allclose(multi_head_attention(X, W_Q, W_K, W_V, W_O, h), expected,
-                               atol=1e-9)
+    np.testing.assert_allclose(multi_head_attention(X, W_Q, W_K, W_V, W_O, h), expected, atol=1e-9)

@@ -56,8 +56,9 @@ def test_each_control_changes_the_view_and_the_numbers(runs):
     image = w.view.image.value
     w.controls["d_k"].value = 16
     assert w.view.image.value != image
-    np.testing.assert_allclose(shown(w, "acc")[1],
-                               runs[(16, "√d_k")].smoothed("accuracy").mean(axis=0))
+    np.testing.assert_allclose(
+        shown(w, "acc")[1], runs[(16, "√d_k")].smoothed("accuracy").mean(axis=0)
+    )
     assert "d_k = 16" in w.label.value and "2 seeds" in w.label.value
 
 
@@ -93,8 +94,12 @@ def test_a_single_configuration_works():
 
 
 def _shorter(run, steps):
-    return dataclasses.replace(run, loss=run.loss[:, :steps], accuracy=run.accuracy[:, :steps],
-                               entropy=run.entropy[:, :steps])
+    return dataclasses.replace(
+        run,
+        loss=run.loss[:, :steps],
+        accuracy=run.accuracy[:, :steps],
+        entropy=run.entropy[:, :steps],
+    )
 
 
 @pytest.mark.parametrize(
@@ -108,8 +113,11 @@ def _shorter(run, steps):
         (lambda r: {(16, "√d_k"): r[(16, "1")]}, ValueError, "holds the run of"),
         (lambda r: {**r, (64, "1"): _shorter(r[(64, "1")], 30)}, ValueError, "equal length"),
         (lambda r: {k: _shorter(v, 5) for k, v in r.items()}, ValueError, "too short"),
-        (lambda r: {k: v for k, v in r.items() if k != (64, "1")}, ValueError,
-         "every divisor for every d_k"),
+        (
+            lambda r: {k: v for k, v in r.items() if k != (64, "1")},
+            ValueError,
+            "every divisor for every d_k",
+        ),
     ],
 )
 def test_bad_results_raise_a_clear_error(runs, make, error, phrase):

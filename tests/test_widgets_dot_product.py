@@ -35,8 +35,9 @@ def test_right_angle_gives_zero_and_past_it_negative():
     w.controls["angle"].value = 150
     assert readout(w)["q·k"] < 0
     q, k = w.vectors()
-    np.testing.assert_allclose(np.degrees(np.arccos(q @ k / np.linalg.norm(q) / np.linalg.norm(k))),
-                               150)
+    np.testing.assert_allclose(
+        np.degrees(np.arccos(q @ k / np.linalg.norm(q) / np.linalg.norm(k))), 150
+    )
 
 
 def test_dot_product_scales_with_each_length():

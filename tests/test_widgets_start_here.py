@@ -107,8 +107,13 @@ def test_complex_input_is_refused():
 
 # --- environment report ------------------------------------------------------------------
 
-GOOD = {"numpy": "2.4.6", "matplotlib": "3.11.2", "ipywidgets": "8.1.9",
-        "jupyterlab": "4.6.6", "jupyterlab_widgets": "3.0.17"}
+GOOD = {
+    "numpy": "2.4.6",
+    "matplotlib": "3.11.2",
+    "ipywidgets": "8.1.9",
+    "jupyterlab": "4.6.6",
+    "jupyterlab_widgets": "3.0.17",
+}
 
 
 def fake_environment(monkeypatch, versions, importable=None):
@@ -161,8 +166,9 @@ def test_old_and_missing_packages_are_reported(monkeypatch):
     fake_environment(monkeypatch, versions)
     text = "\n".join(env.environment_report())
     assert "✗ numpy 1.21.6 is too old (≥ 1.24 needed)" in text
-    assert ("✗ matplotlib is not installed (≥ 3.7 needed). "
-            "Fix: pip install 'matplotlib>=3.7'") in text
+    assert (
+        "✗ matplotlib is not installed (≥ 3.7 needed). Fix: pip install 'matplotlib>=3.7'"
+    ) in text
 
 
 def test_jupyterlab_in_another_environment_is_a_note_not_an_error(monkeypatch):

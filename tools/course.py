@@ -129,8 +129,10 @@ def nbgrader_api(root: Path, **config):
     try:
         from nbgrader.apps import NbGraderAPI
     except ImportError:
-        sys.exit("nbgrader is not installed: grading needs Python 3.11 or newer "
-                 "and `make env` (the `grading` extra).")
+        sys.exit(
+            "nbgrader is not installed: grading needs Python 3.11 or newer "
+            "and `make env` (the `grading` extra)."
+        )
     from traitlets.config import Config
     from traitlets.config.loader import PyFileConfigLoader
 
@@ -178,8 +180,12 @@ def autograde(root: Path = ROOT, **config) -> Path:
         if not result["success"]:
             sys.exit(f"autograding {student}/{assignment} failed:\n{result['log']}")
     grades = root / "grades.csv"
-    subprocess.run([sys.executable, "-m", "nbgrader", "export", "--to", str(grades)],
-                   cwd=root, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "nbgrader", "export", "--to", str(grades)],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
     return grades
 
 
@@ -196,18 +202,28 @@ def feedback(root: Path = ROOT) -> int:
 def points(lesson: Path) -> float:
     """The points a lesson's exercises are worth (nbgrader metadata of its check cells)."""
     nb = nbformat.read(lesson, as_version=4)
-    return sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in nb.cells
-               if c.metadata.get("nbgrader", {}).get("grade"))
+    return sum(
+        c.metadata.get("nbgrader", {}).get("points", 0)
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("grade")
+    )
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("step", choices=["release", "autograde", "feedback", "learner"])
-    parser.add_argument("--into", type=Path, default=ROOT / "workspace",
-                        help="folder for the learner's copies (step `learner`)")
-    parser.add_argument("--in-place", action="store_true",
-                        help="step `learner`: turn notebooks/ itself into student versions "
-                             "(for Binder's throw-away copy of the course)")
+    parser.add_argument(
+        "--into",
+        type=Path,
+        default=ROOT / "workspace",
+        help="folder for the learner's copies (step `learner`)",
+    )
+    parser.add_argument(
+        "--in-place",
+        action="store_true",
+        help="step `learner`: turn notebooks/ itself into student versions "
+        "(for Binder's throw-away copy of the course)",
+    )
     args = parser.parse_args(argv)
     if args.step == "release":
         ids = release()

@@ -53,8 +53,13 @@ def interpreter(python: str) -> str | None:
     candidates += [shutil.which(f"python{python}") or ""]
     for candidate in candidates:
         # A pyenv shim exists for every installed version but runs only the selected ones.
-        if candidate and subprocess.run([candidate, "-m", "pip", "--version"],
-                                        capture_output=True).returncode == 0:
+        if (
+            candidate
+            and subprocess.run(
+                [candidate, "-m", "pip", "--version"], capture_output=True
+            ).returncode
+            == 0
+        ):
             return candidate
     return None
 
@@ -73,14 +78,22 @@ def resolve(python: str) -> dict[str, str]:
             cmd = [real, "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed"]
         else:
             print(f"no Python {python} found: resolving by version number only", file=sys.stderr)
-            cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--dry-run",
-                   "--target", str(Path(tmp) / "t"), "--python-version", python,
-                   "--only-binary=:all:"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--dry-run",
+                "--target",
+                str(Path(tmp) / "t"),
+                "--python-version",
+                python,
+                "--only-binary=:all:",
+            ]
         subprocess.run([*cmd, "--report", str(report), *requirements_for(python)], check=True)
         installs = json.loads(report.read_text())["install"]
-    return {
-        canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"] for i in installs
-    }
+    return {canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"] for i in installs}
 
 
 def marker(group: list[str]) -> str:

@@ -36,8 +36,14 @@ def code(source: str, *, tags=()):
 
 
 def _nbgrader(cell, grade_id, *, solution, grade, locked, points=None):
-    meta = {"grade": grade, "grade_id": grade_id, "locked": locked,
-            "schema_version": NBGRADER_SCHEMA, "solution": solution, "task": False}
+    meta = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": NBGRADER_SCHEMA,
+        "solution": solution,
+        "task": False,
+    }
     if points is not None:
         meta["points"] = points
     cell.metadata["nbgrader"] = meta
@@ -46,19 +52,24 @@ def _nbgrader(cell, grade_id, *, solution, grade, locked, points=None):
 
 def answer(exercise_id: str, source: str):
     """The learner's answer cell: the reference solution between BEGIN/END SOLUTION."""
-    return _nbgrader(code(source), f"{exercise_id}_answer", solution=True, grade=False,
-                     locked=False)
+    return _nbgrader(
+        code(source), f"{exercise_id}_answer", solution=True, grade=False, locked=False
+    )
 
 
 def check(exercise_id: str, points: int, source: str):
     """The locked test cell after an answer: the visible check and the hidden tests."""
-    return _nbgrader(code(source), f"{exercise_id}_check", solution=False, grade=True,
-                     locked=True, points=points)
+    return _nbgrader(
+        code(source), f"{exercise_id}_check", solution=False, grade=True, locked=True, points=points
+    )
 
 
 def write(path, cells) -> None:
     nb = new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                 "name": "python3"}
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "name": "python3",
+    }
     nb.metadata["language_info"] = {"name": "python"}
     nbformat.write(nb, str(path))

@@ -28,8 +28,13 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def local_path_pattern() -> re.Pattern:
-    places = {str(ROOT), os.path.expanduser("~") + "/", tempfile.gettempdir() + "/",
-              "site-packages", sys.prefix}
+    places = {
+        str(ROOT),
+        os.path.expanduser("~") + "/",
+        tempfile.gettempdir() + "/",
+        "site-packages",
+        sys.prefix,
+    }
     return re.compile("|".join(re.escape(p) for p in sorted(places, key=len, reverse=True)))
 
 
@@ -53,9 +58,11 @@ def problems(nb) -> list[str]:
                 found.append(f"cell {index}: error {output.get('ename')}: {output.get('evalue')}")
             if kind == "stream" and output.get("name") == "stderr":
                 found.append(f"cell {index}: wrote to stderr: {output.get('text', '')[:200]!r}")
-            if paths.search(json.dumps({k: v for k, v in output.items() if k != "data"})
-                            + json.dumps(output.get("data", {}).get("text/plain", ""))
-                            + json.dumps(output.get("data", {}).get("text/html", ""))):
+            if paths.search(
+                json.dumps({k: v for k, v in output.items() if k != "data"})
+                + json.dumps(output.get("data", {}).get("text/plain", ""))
+                + json.dumps(output.get("data", {}).get("text/html", ""))
+            ):
                 found.append(f"cell {index}: an output shows a path of this machine")
     return found
 
@@ -63,8 +70,13 @@ def problems(nb) -> list[str]:
 def run(path: Path, timeout: int = 300) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
     elapsed = time.perf_counter() - start
     clean(nb)
     issues = problems(nb)

@@ -102,25 +102,31 @@ def dog_bites_man() -> Sentence:
 
     Lesson: ``notebooks/05_values.ipynb`` (the sentence example).
     """
-    X = np.array([
-        [1.0, 0.0, 1.0, 0.0],  # dog: a noun, the subject
-        [0.0, 1.0, 0.0, 0.0],  # bites: the verb
-        [1.0, 0.0, 0.0, 1.0],  # man: a noun, the object
-    ])
+    X = np.array(
+        [
+            [1.0, 0.0, 1.0, 0.0],  # dog: a noun, the subject
+            [0.0, 1.0, 0.0, 0.0],  # bites: the verb
+            [1.0, 0.0, 0.0, 1.0],  # man: a noun, the object
+        ]
+    )
     # Columns of the query/key space: "is a verb", "is the subject",
     # "is the object", "is a noun".
-    W_Q = np.array([
-        [2.0, 0.0, 0.0, 1.0],  # a noun asks for a verb, and a little for nouns
-        [0.0, 2.0, 1.0, 0.0],  # the verb asks for its subject, then its object
-        [0.0, 0.0, 1.0, 0.0],  # the subject asks for the object
-        [0.0, 1.0, 0.0, 0.0],  # the object asks for the subject
-    ])
-    W_K = np.array([
-        [0.0, 0.0, 0.0, 1.0],  # a noun says "noun"
-        [2.0, 0.0, 0.0, 0.0],  # a verb says "verb"
-        [0.0, 2.0, 0.0, 0.0],  # the subject says "subject"
-        [0.0, 0.0, 2.0, 0.0],  # the object says "object"
-    ])
+    W_Q = np.array(
+        [
+            [2.0, 0.0, 0.0, 1.0],  # a noun asks for a verb, and a little for nouns
+            [0.0, 2.0, 1.0, 0.0],  # the verb asks for its subject, then its object
+            [0.0, 0.0, 1.0, 0.0],  # the subject asks for the object
+            [0.0, 1.0, 0.0, 0.0],  # the object asks for the subject
+        ]
+    )
+    W_K = np.array(
+        [
+            [0.0, 0.0, 0.0, 1.0],  # a noun says "noun"
+            [2.0, 0.0, 0.0, 0.0],  # a verb says "verb"
+            [0.0, 2.0, 0.0, 0.0],  # the subject says "subject"
+            [0.0, 0.0, 2.0, 0.0],  # the object says "object"
+        ]
+    )
     W_V = np.diag([0.0, 1.0, 1.0, 1.0])
     return Sentence(
         tokens=("dog", "bites", "man"),

@@ -31,8 +31,7 @@ MISTAKES = (
         lambda d_k: np.sqrt(d_k),
     ),
     Mistake(
-        "You returned 1/d_k: that divides by d_k, not by its square root. Use "
-        "`1 / np.sqrt(d_k)`.",
+        "You returned 1/d_k: that divides by d_k, not by its square root. Use `1 / np.sqrt(d_k)`.",
         lambda d_k: 1 / d_k,
     ),
     Mistake(

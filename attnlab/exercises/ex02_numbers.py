@@ -211,8 +211,7 @@ def _slips() -> list[Slip]:
         Slip(
             0.0,
             "0 is the mean of q·k (positive and negative products cancel on average), not its "
-            "spread. The standard deviation measures how far q·k typically lands from 0. "
-            + _RULE,
+            "spread. The standard deviation measures how far q·k typically lands from 0. " + _RULE,
             tolerance=0.01,
         ),
         Slip(

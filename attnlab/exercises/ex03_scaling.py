@@ -74,8 +74,7 @@ MISTAKES = (
     Mistake(
         "Your entropy is NaN on the rows that contain a zero: 0 · log 0 came out as NaN, "
         "because `np.log(0)` is -inf and 0 · (-inf) is NaN, which spoils the row's sum. "
-        "A weight of 0 contributes nothing to the entropy. "
-        + _ZERO_FIX,
+        "A weight of 0 contributes nothing to the entropy. " + _ZERO_FIX,
         lambda p: -(p * np.log(p)).sum(axis=-1),
     ),
     Mistake(

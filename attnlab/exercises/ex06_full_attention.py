@@ -47,7 +47,7 @@ def online_softmax(scores, block_size):
     m = -np.inf  # the largest score seen so far
     l = 0.0  # the sum of exp(s - m) over the scores seen so far
     for start in range(0, len(scores), block_size):
-        block = scores[start:start + block_size]
+        block = scores[start : start + block_size]
         m_new = max(m, block.max())
         l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()  # old terms rescaled to m_new
         m = m_new
@@ -142,13 +142,15 @@ MHA_MISTAKES = (
         "You scaled each head's scores by √d_model instead of √d_head. Inside a head the dot "
         "products have d_head terms, so divide by `np.sqrt(d_head)` with "
         "d_head = d_model // n_heads.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge(
-            _heads(X, W_Q, W_K, W_V, n_heads, divisor=W_Q.shape[1])) @ W_O,
+        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
+            _merge(_heads(X, W_Q, W_K, W_V, n_heads, divisor=W_Q.shape[1])) @ W_O
+        ),
     ),
     Mistake(
         "You forgot to scale each head's scores: divide Q Kᵀ by √d_head before the softmax.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge(
-            _heads(X, W_Q, W_K, W_V, n_heads, divisor=1.0)) @ W_O,
+        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
+            _merge(_heads(X, W_Q, W_K, W_V, n_heads, divisor=1.0)) @ W_O
+        ),
     ),
     Mistake(
         "You split the heads with `reshape(n_heads, n, d_head)` and merged them back with "
@@ -156,36 +158,41 @@ MHA_MISTAKES = (
         "order, row after row of Q, so each 'head' mixes pieces of different tokens. Reshape "
         "to (n, n_heads, d_head) first, then move the head axis to the front with "
         "`.transpose(1, 0, 2)`; to merge, transpose back before reshaping to (n, d_model).",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge_no_transpose(
-            _heads(X, W_Q, W_K, W_V, n_heads, split=_split_no_transpose)) @ W_O,
+        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
+            _merge_no_transpose(_heads(X, W_Q, W_K, W_V, n_heads, split=_split_no_transpose)) @ W_O
+        ),
     ),
     Mistake(
         "You split the heads with `reshape(n_heads, n, d_head)`, without transposing. A "
         "reshape keeps the numbers in memory order, row after row of Q, so each 'head' mixes "
         "pieces of different tokens. Reshape to (n, n_heads, d_head), then "
         "`.transpose(1, 0, 2)`.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge(
-            _heads(X, W_Q, W_K, W_V, n_heads, split=_split_no_transpose)) @ W_O,
+        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
+            _merge(_heads(X, W_Q, W_K, W_V, n_heads, split=_split_no_transpose)) @ W_O
+        ),
     ),
     Mistake(
         "Your heads are right, but you merged them with `heads.reshape(n, d_model)` straight "
         "from shape (n_heads, n, d_head). A reshape keeps memory order, so the rows get mixed "
         "up across tokens. Transpose to (n, n_heads, d_head) first, `heads.transpose(1, 0, "
         "2).reshape(n, d_model)`, or `np.concatenate(list_of_heads, axis=-1)`.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge_no_transpose(
-            _heads(X, W_Q, W_K, W_V, n_heads)) @ W_O,
+        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
+            _merge_no_transpose(_heads(X, W_Q, W_K, W_V, n_heads)) @ W_O
+        ),
     ),
     Mistake(
         "Your heads take every n_heads-th column (columns h, h + n_heads, …), as "
         "`reshape(n, d_head, n_heads)` does. " + _HEAD_COLUMNS,
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge_strided(
-            _heads(X, W_Q, W_K, W_V, n_heads, split=_split_strided)) @ W_O,
+        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
+            _merge_strided(_heads(X, W_Q, W_K, W_V, n_heads, split=_split_strided)) @ W_O
+        ),
     ),
     Mistake(
         "Inside each head, your softmax runs down the columns (over the queries). Each "
         "query's row of weights must sum to 1: softmax over the last axis, `axis=-1`.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge(
-            _heads(X, W_Q, W_K, W_V, n_heads, weights=_softmax_each_column)) @ W_O,
+        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
+            _merge(_heads(X, W_Q, W_K, W_V, n_heads, weights=_softmax_each_column)) @ W_O
+        ),
     ),
     Mistake(
         "You multiplied by W_O transposed: the concatenated heads (n, d_model) times W_O "
@@ -198,35 +205,35 @@ MHA_MISTAKES = (
 
 
 def _blocks(scores, block_size):
-    return [scores[k:k + block_size] for k in range(0, len(scores), block_size)]
+    return [scores[k : k + block_size] for k in range(0, len(scores), block_size)]
 
 
 def _no_rescale(scores, block_size):
     """The running sum is never rescaled when the maximum grows."""
-    m, l = -np.inf, 0.0  # noqa: E741
+    m, l = -np.inf, 0.0
     for block in _blocks(scores, block_size):
         m = max(m, block.max())
-        l = l + np.exp(block - m).sum()  # noqa: E741
+        l = l + np.exp(block - m).sum()
     return np.exp(scores - m) / l
 
 
 def _rescale_upside_down(scores, block_size):
     """The rescale factor is exp(m_new − m) instead of exp(m − m_new)."""
-    m, l = -np.inf, 0.0  # noqa: E741
+    m, l = -np.inf, 0.0
     for block in _blocks(scores, block_size):
         m_new = max(m, block.max())
         factor = np.exp(m_new - m) if np.isfinite(m) else 0.0
-        l = l * factor + np.exp(block - m_new).sum()  # noqa: E741
+        l = l * factor + np.exp(block - m_new).sum()
         m = m_new
     return np.exp(scores - m) / l
 
 
 def _stale_exponentials(scores, block_size):
     """Each block's exponentials kept with the maximum of their time, never rescaled."""
-    m, l, parts = -np.inf, 0.0, []  # noqa: E741
+    m, l, parts = -np.inf, 0.0, []
     for block in _blocks(scores, block_size):
         m_new = max(m, block.max())
-        l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()  # noqa: E741
+        l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()
         m = m_new
         parts.append(np.exp(block - m))
     return np.concatenate(parts) / l
@@ -240,7 +247,7 @@ def _first_block_max(scores, block_size):
 
 
 def _online_without_max(scores, block_size):
-    l = sum(np.exp(block).sum() for block in _blocks(scores, block_size))  # noqa: E741
+    l = sum(np.exp(block).sum() for block in _blocks(scores, block_size))
     return np.exp(scores) / l
 
 

@@ -33,20 +33,28 @@ def backward_cases() -> list[Case]:
     # The square case comes first: a sum without keepdims runs there (and can be named),
     # where on other shapes it stops with a broadcasting error.
     return [
-        Case("square p and grad_p (3×3)",
-             {"p": softmax_rows(readable(rng, 3, 3)), "grad_p": readable(rng, 3, 3)}),
-        Case("p and grad_p (2×5)",
-             {"p": softmax_rows(readable(rng, 2, 5, scale=2.0)), "grad_p": readable(rng, 2, 5)}),
+        Case(
+            "square p and grad_p (3×3)",
+            {"p": softmax_rows(readable(rng, 3, 3)), "grad_p": readable(rng, 3, 3)},
+        ),
+        Case(
+            "p and grad_p (2×5)",
+            {"p": softmax_rows(readable(rng, 2, 5, scale=2.0)), "grad_p": readable(rng, 2, 5)},
+        ),
         Case("a peaked row and a flat row (2×4)", {"p": peaked, "grad_p": readable(rng, 2, 4)}),
-        Case("a single row (1×6)",
-             {"p": softmax_rows(readable(rng, 1, 6)), "grad_p": readable(rng, 1, 6)}),
+        Case(
+            "a single row (1×6)",
+            {"p": softmax_rows(readable(rng, 1, 6)), "grad_p": readable(rng, 1, 6)},
+        ),
     ]
 
 
 # --------------------------------------------------------- known mistakes
 
-_FORMULA = "∂L/∂x = p ⊙ (g − Σ_j g_j p_j), that is `p * (grad_p - (grad_p * p).sum(axis=-1, " \
+_FORMULA = (
+    "∂L/∂x = p ⊙ (g − Σ_j g_j p_j), that is `p * (grad_p - (grad_p * p).sum(axis=-1, "
     "keepdims=True))`"
+)
 
 
 def _dot(p, g, axis=-1, keepdims=True):

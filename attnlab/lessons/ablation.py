@@ -97,7 +97,7 @@ class Run:
         curve = getattr(self, name)
         sums = np.cumsum(curve, axis=1)
         sums[:, window:] = sums[:, window:] - sums[:, :-window]
-        return sums[:, window - 1:] / window
+        return sums[:, window - 1 :] / window
 
     def steps_to(self, level: float, window: int = WINDOW) -> np.ndarray:
         """For each seed, the first step at which the smoothed accuracy reaches ``level``.
@@ -111,15 +111,17 @@ class Run:
         return first
 
 
-def evaluation_batch(task: Task, n_models: int, size: int = EVAL_SEQUENCES,
-                     seed: int = 2024) -> Batch:
+def evaluation_batch(
+    task: Task, n_models: int, size: int = EVAL_SEQUENCES, seed: int = 2024
+) -> Batch:
     """The same held-out sequences for every model (never used for training)."""
     one = sample_batch(task, np.random.default_rng(seed), size)
     return stack([one] * n_models)
 
 
-def evaluate(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale,
-             chunk: int = 128) -> dict[str, np.ndarray]:
+def evaluate(
+    params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale, chunk: int = 128
+) -> dict[str, np.ndarray]:
     """Accuracy and mean attention entropy of each model on a batch, forward passes only.
 
     The sequences go through ``chunk`` at a time, so that K (M × chunk × n_pairs × d_k
@@ -127,17 +129,30 @@ def evaluate(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale,
     """
     correct, ent = [], []
     for start in range(0, batch.query.shape[1], chunk):
-        part = Batch(*(getattr(batch, name)[:, start:start + chunk]
-                       for name in ("keys", "values", "query", "target")))
+        part = Batch(
+            *(
+                getattr(batch, name)[:, start : start + chunk]
+                for name in ("keys", "values", "query", "target")
+            )
+        )
         f = forward(params, task, part, scale)
         correct.append(f.logits.argmax(axis=-1) == part.target)
         ent.append(entropy(f.weights[..., 0, :]))
-    return {"accuracy": np.concatenate(correct, axis=1).mean(axis=1),
-            "entropy": np.concatenate(ent, axis=1).mean(axis=1)}
+    return {
+        "accuracy": np.concatenate(correct, axis=1).mean(axis=1),
+        "entropy": np.concatenate(ent, axis=1).mean(axis=1),
+    }
 
 
-def train(task: Task, d_k: int, divisor: str = "√d_k", seeds=SEEDS, steps: int = STEPS,
-          batch_size: int = BATCH, lr: float = LEARNING_RATE) -> Run:
+def train(
+    task: Task,
+    d_k: int,
+    divisor: str = "√d_k",
+    seeds=SEEDS,
+    steps: int = STEPS,
+    batch_size: int = BATCH,
+    lr: float = LEARNING_RATE,
+) -> Run:
     """Train one model per seed with the scores divided by ``divisor``; see :func:`train_divisors`.
 
     Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
@@ -145,8 +160,15 @@ def train(task: Task, d_k: int, divisor: str = "√d_k", seeds=SEEDS, steps: int
     return train_divisors(task, d_k, (divisor,), seeds, steps, batch_size, lr)[divisor]
 
 
-def train_divisors(task: Task, d_k: int, divisors=DIVISORS, seeds=SEEDS, steps: int = STEPS,
-                   batch_size: int = BATCH, lr: float = LEARNING_RATE) -> dict[str, Run]:
+def train_divisors(
+    task: Task,
+    d_k: int,
+    divisors=DIVISORS,
+    seeds=SEEDS,
+    steps: int = STEPS,
+    batch_size: int = BATCH,
+    lr: float = LEARNING_RATE,
+) -> dict[str, Run]:
     """Train one model per (divisor, seed), all at once; returns ``{divisor: Run}``.
 
     Each divisor τ gives the scale 1/τ. Seed s fixes the initial parameters and the
@@ -161,15 +183,15 @@ def train_divisors(task: Task, d_k: int, divisors=DIVISORS, seeds=SEEDS, steps: 
     n = len(seeds)
     scales = np.repeat([1.0 / divisor_value(d, d_k) for d in divisors], n)
     # Model m is (divisors[m // n], seeds[m % n]): the seeds' models, once per divisor.
-    params = {k: np.concatenate([v] * len(divisors)) for k, v in
-              init_params(task, d_k, seeds).items()}
+    params = {
+        k: np.concatenate([v] * len(divisors)) for k, v in init_params(task, d_k, seeds).items()
+    }
     optimiser = Adam(params, lr=lr)
     streams = [np.random.default_rng([seed, 2]) for seed in seeds]
     curves = {name: np.empty((len(scales), steps)) for name in ("loss", "accuracy", "entropy")}
     for t in range(steps):
         batches = [sample_batch(task, rng, batch_size) for rng in streams]
-        loss, grads, stats = loss_and_grads(params, task, stack(batches * len(divisors)),
-                                            scales)
+        loss, grads, stats = loss_and_grads(params, task, stack(batches * len(divisors)), scales)
         optimiser.step(params, grads)
         curves["loss"][:, t] = loss
         curves["accuracy"][:, t] = stats["accuracy"]
@@ -178,15 +200,29 @@ def train_divisors(task: Task, d_k: int, divisors=DIVISORS, seeds=SEEDS, steps: 
     runs = {}
     for i, divisor in enumerate(divisors):
         rows = slice(i * n, (i + 1) * n)
-        runs[divisor] = Run(d_k, divisor, float(scales[i * n]), seeds, task.n_pairs,
-                            *(curves[k][rows] for k in ("loss", "accuracy", "entropy")),
-                            final["accuracy"][rows], final["entropy"][rows])
+        runs[divisor] = Run(
+            d_k,
+            divisor,
+            float(scales[i * n]),
+            seeds,
+            task.n_pairs,
+            *(curves[k][rows] for k in ("loss", "accuracy", "entropy")),
+            final["accuracy"][rows],
+            final["entropy"][rows],
+        )
     return runs
 
 
-def run_ablation(task: Task | None = None, d_ks=D_KS, divisors=DIVISORS, seeds=SEEDS,
-                 steps: int = STEPS, batch_size: int = BATCH, lr: float = LEARNING_RATE,
-                 reuse: Mapping | None = None) -> dict[tuple[int, str], Run]:
+def run_ablation(
+    task: Task | None = None,
+    d_ks=D_KS,
+    divisors=DIVISORS,
+    seeds=SEEDS,
+    steps: int = STEPS,
+    batch_size: int = BATCH,
+    lr: float = LEARNING_RATE,
+    reuse: Mapping | None = None,
+) -> dict[tuple[int, str], Run]:
     """Train every (d_k, divisor) configuration; returns ``{(d_k, divisor): Run}``.
 
     ``reuse``: runs already trained (same task and settings), kept instead of retrained.
@@ -198,8 +234,9 @@ def run_ablation(task: Task | None = None, d_ks=D_KS, divisors=DIVISORS, seeds=S
     for d_k in d_ks:
         todo = [d for d in divisors if (d_k, d) not in results]
         if todo:
-            for divisor, run in train_divisors(task, d_k, todo, seeds, steps, batch_size,
-                                               lr).items():
+            for divisor, run in train_divisors(
+                task, d_k, todo, seeds, steps, batch_size, lr
+            ).items():
                 results[(d_k, divisor)] = run
     return {key: results[key] for key in sorted(results, key=_order)}
 
@@ -251,29 +288,43 @@ def summary_rows(results: Mapping[tuple[int, str], Run], divisors=DIVISORS, leve
     for (d_k, divisor), run in results.items():
         if divisor not in divisors:
             continue
-        rows.append({"d_k": d_k, "divisor": divisor, "tau": divisor_value(divisor, d_k),
-                     "final_accuracy": run.final_accuracy, "steps": run.steps_to(level),
-                     "entropy_start": run.entropy[:, 0], "entropy_end": run.final_entropy,
-                     "n_steps": run.steps})
+        rows.append(
+            {
+                "d_k": d_k,
+                "divisor": divisor,
+                "tau": divisor_value(divisor, d_k),
+                "final_accuracy": run.final_accuracy,
+                "steps": run.steps_to(level),
+                "entropy_start": run.entropy[:, 0],
+                "entropy_end": run.final_entropy,
+                "n_steps": run.steps,
+            }
+        )
     return rows
 
 
-def print_table(results: Mapping[tuple[int, str], Run], divisors=DIVISORS,
-                level: float = 0.9) -> None:
+def print_table(
+    results: Mapping[tuple[int, str], Run], divisors=DIVISORS, level: float = 0.9
+) -> None:
     """Print the table of :func:`summary_rows`: one line per (d_k, divisor)."""
-    head = (f"{'d_k':>4}  {'÷ τ':<9}{'τ':>6}   {'final accuracy':<22}"
-            f"{f'steps to {level:.0%} (per seed)':<30}{'entropy: start → end':>20}")
+    head = (
+        f"{'d_k':>4}  {'÷ τ':<9}{'τ':>6}   {'final accuracy':<22}"
+        f"{f'steps to {level:.0%} (per seed)':<30}{'entropy: start → end':>20}"
+    )
     print(head)
     print("-" * len(head))
     for row in summary_rows(results, divisors, level):
-        print(f"{row['d_k']:>4}  {row['divisor']:<9}{row['tau']:>6.2f}   "
-              f"{spread(row['final_accuracy']):<22}"
-              f"{steps_text(row['steps']):<30}"
-              f"{row['entropy_start'].mean():>9.2f} → {row['entropy_end'].mean():.2f}")
+        print(
+            f"{row['d_k']:>4}  {row['divisor']:<9}{row['tau']:>6.2f}   "
+            f"{spread(row['final_accuracy']):<22}"
+            f"{steps_text(row['steps']):<30}"
+            f"{row['entropy_start'].mean():>9.2f} → {row['entropy_end'].mean():.2f}"
+        )
 
 
-def start_of_training(task: Task, d_k: int, divisor: str, seeds=SEEDS, size: int = 256,
-                      saturated: float = 0.99) -> dict[str, float]:
+def start_of_training(
+    task: Task, d_k: int, divisor: str, seeds=SEEDS, size: int = 256, saturated: float = 0.99
+) -> dict[str, float]:
     """How the gradient reaches the scores at initialisation, for one configuration.
 
     For each held-out sequence: the query's attention row p (the softmax of its scaled
@@ -295,9 +346,12 @@ def start_of_training(task: Task, d_k: int, divisor: str, seeds=SEEDS, size: int
     grad_p = (grad_o @ np.swapaxes(f.V, -1, -2))[..., 0, :]
     grad_s = np.linalg.norm(softmax_backward(p, grad_p), axis=-1)
     _, grads, _ = loss_and_grads(params, task, batch, scale)
-    return {"saturated": float((p.max(axis=-1) > saturated).mean()),
-            "median_grad_s": float(np.median(grad_s)), "max_grad_s": float(grad_s.max()),
-            "grad_W_Q": float(np.mean([np.linalg.norm(g) for g in grads["W_Q"]]))}
+    return {
+        "saturated": float((p.max(axis=-1) > saturated).mean()),
+        "median_grad_s": float(np.median(grad_s)),
+        "max_grad_s": float(grad_s.max()),
+        "grad_W_Q": float(np.mean([np.linalg.norm(g) for g in grads["W_Q"]])),
+    }
 
 
 def mean_accuracy(run: Run) -> np.ndarray:
@@ -312,22 +366,25 @@ def mean_accuracy(run: Run) -> np.ndarray:
 # ---------------------------------------------------------------- figures
 
 COLOURS = {"1": "#D55E00", "0.5√d_k": "#CC79A7", "√d_k": "#0072B2", "2√d_k": "#009E73"}
-LABELS = {"1": "÷ 1 (no scaling)", "0.5√d_k": "÷ 0.5√d_k", "√d_k": "÷ √d_k",
-          "2√d_k": "÷ 2√d_k"}
+LABELS = {"1": "÷ 1 (no scaling)", "0.5√d_k": "÷ 0.5√d_k", "√d_k": "÷ √d_k", "2√d_k": "÷ 2√d_k"}
 
 
 def band(ax, run: Run, name: str, colour: str, label: str, window: int = WINDOW):
     """Mean over seeds as a line, min–max over seeds as a shaded band; returns (line, band)."""
     curve = run.smoothed(name, window) if name == "accuracy" else getattr(run, name)
     x = np.arange(curve.shape[1]) + (window if name == "accuracy" else 1)
-    shade = ax.fill_between(x, curve.min(axis=0), curve.max(axis=0), color=colour, alpha=0.2,
-                            lw=0)
+    shade = ax.fill_between(x, curve.min(axis=0), curve.max(axis=0), color=colour, alpha=0.2, lw=0)
     (line,) = ax.plot(x, curve.mean(axis=0), color=colour, lw=1.8, label=label)
     return line, shade
 
 
-def plot_curves(results: Mapping[tuple[int, str], Run], divisors=("√d_k", "1"),
-                d_ks=None, entropy_row: bool = True, title: str = ""):
+def plot_curves(
+    results: Mapping[tuple[int, str], Run],
+    divisors=("√d_k", "1"),
+    d_ks=None,
+    entropy_row: bool = True,
+    title: str = "",
+):
     """Accuracy (and attention entropy) against training step, one column per d_k.
 
     Lines: the mean over seeds; bands: min to max over seeds. Accuracy is averaged over
@@ -337,8 +394,14 @@ def plot_curves(results: Mapping[tuple[int, str], Run], divisors=("√d_k", "1")
 
     d_ks = sorted({k for k, _ in results}) if d_ks is None else list(d_ks)
     rows = 2 if entropy_row else 1
-    fig, axes = plt.subplots(rows, len(d_ks), figsize=(3.4 * len(d_ks), 2.6 * rows + 0.4),
-                             layout="constrained", sharex=True, squeeze=False)
+    fig, axes = plt.subplots(
+        rows,
+        len(d_ks),
+        figsize=(3.4 * len(d_ks), 2.6 * rows + 0.4),
+        layout="constrained",
+        sharex=True,
+        squeeze=False,
+    )
     n_pairs = next(iter(results.values())).n_pairs
     for col, d_k in enumerate(d_ks):
         for divisor in divisors:
@@ -356,14 +419,19 @@ def plot_curves(results: Mapping[tuple[int, str], Run], divisors=("√d_k", "1")
     axes[0, 0].set_ylabel("accuracy (fresh batches)")
     if entropy_row:
         axes[1, 0].set_ylabel("attention entropy (nats)")
-        axes[1, 0].text(axes[1, 0].get_xlim()[1], np.log(n_pairs) * 0.98,
-                        f"dashed: uniform weights, log {n_pairs}", ha="right", va="top",
-                        fontsize=7, color="grey")
+        axes[1, 0].text(
+            axes[1, 0].get_xlim()[1],
+            np.log(n_pairs) * 0.98,
+            f"dashed: uniform weights, log {n_pairs}",
+            ha="right",
+            va="top",
+            fontsize=7,
+            color="grey",
+        )
     axes[0, -1].legend(loc="lower right", fontsize=8)
     if title:
         fig.suptitle(title)
     return fig
-
 
 
 def plot_divisor_summary(results: Mapping[tuple[int, str], Run]):
@@ -380,21 +448,30 @@ def plot_divisor_summary(results: Mapping[tuple[int, str], Run]):
     shades = plt.get_cmap("viridis")(np.linspace(0.75, 0.05, len(d_ks)))
     colours = dict(zip(d_ks, shades, strict=True))
     for d_k in d_ks:
-        keys = sorted((k for k in results if k[0] == d_k),
-                      key=lambda k: divisor_value(k[1], d_k))
+        keys = sorted((k for k in results if k[0] == d_k), key=lambda k: divisor_value(k[1], d_k))
         x = np.array([divisor_value(k[1], d_k) / np.sqrt(d_k) for k in keys])
         acc = np.array([mean_accuracy(results[k]) for k in keys])
         mean = acc.mean(axis=1)
-        ax.errorbar(x, mean, yerr=[mean - acc.min(axis=1), acc.max(axis=1) - mean],
-                    color=colours[d_k], marker="o", ms=5, lw=1.5, capsize=3,
-                    label=f"$d_k$ = {d_k}")
+        ax.errorbar(
+            x,
+            mean,
+            yerr=[mean - acc.min(axis=1), acc.max(axis=1) - mean],
+            color=colours[d_k],
+            marker="o",
+            ms=5,
+            lw=1.5,
+            capsize=3,
+            label=f"$d_k$ = {d_k}",
+        )
     ax.axvline(1.0, color="grey", ls="--", lw=1)
     ax.set_xscale("log", base=2)
     ticks = sorted({divisor_value(k[1], k[0]) / np.sqrt(k[0]) for k in results})
     ax.set_xticks(ticks, [_ratio_label(t) for t in ticks])
-    ax.set(title="how fast each divisor learns (dashed: τ = √d_k)",
-           xlabel=r"divisor $\tau$ in units of $\sqrt{d_k}$ (log scale); ÷1 is $1/\sqrt{d_k}$",
-           ylabel="mean accuracy over training")
+    ax.set(
+        title="how fast each divisor learns (dashed: τ = √d_k)",
+        xlabel=r"divisor $\tau$ in units of $\sqrt{d_k}$ (log scale); ÷1 is $1/\sqrt{d_k}$",
+        ylabel="mean accuracy over training",
+    )
     ax.legend(fontsize=8, loc="lower right")
     return fig
 

@@ -35,11 +35,31 @@ def arrows(q, keys, labels, ax=None, title="one query, three keys"):
     ax = plots.axes(ax, figsize=(4.2, 4.0))
     colours = (plots.SECOND, plots.THIRD, "#CC79A7", "0.3")
     reach = 1.2 * max(np.abs(q).max(), np.abs(keys).max())
-    ax.quiver(0, 0, q[0], q[1], angles="xy", scale_units="xy", scale=1, color=plots.ACCENT,
-              width=0.02, label="q")
+    ax.quiver(
+        0,
+        0,
+        q[0],
+        q[1],
+        angles="xy",
+        scale_units="xy",
+        scale=1,
+        color=plots.ACCENT,
+        width=0.02,
+        label="q",
+    )
     for key, label, colour in zip(keys, labels, colours, strict=False):
-        ax.quiver(0, 0, key[0], key[1], angles="xy", scale_units="xy", scale=1, color=colour,
-                  width=0.012, label=f"{label}:  q·k = {q @ key:.2f}")
+        ax.quiver(
+            0,
+            0,
+            key[0],
+            key[1],
+            angles="xy",
+            scale_units="xy",
+            scale=1,
+            color=colour,
+            width=0.012,
+            label=f"{label}:  q·k = {q @ key:.2f}",
+        )
     ax.set_xlim(-reach, reach)
     ax.set_ylim(-reach, reach)
     ax.set_aspect("equal")

@@ -110,12 +110,14 @@ def plot_patterns(weights: dict, suptitle: str = ""):
     Shapes: each value of ``weights`` is ``(n, n)``; the keys are the panel titles.
     Lesson: ``notebooks/06_full_attention.ipynb``.
     """
-    fig, axs = plt.subplots(1, len(weights), figsize=(2.6 * len(weights) + 0.6, 3.2),
-                            layout="constrained")
+    fig, axs = plt.subplots(
+        1, len(weights), figsize=(2.6 * len(weights) + 0.6, 3.2), layout="constrained"
+    )
     for k, (ax, (title, W)) in enumerate(zip(np.atleast_1d(axs), weights.items(), strict=True)):
         n_q, n_k = np.shape(W)
-        heat = plots.heatmap(W, ax, title=title, vmin=0.0, vmax=1.0, annotate=False,
-                             colorbar=k == len(weights) - 1)
+        heat = plots.heatmap(
+            W, ax, title=title, vmin=0.0, vmax=1.0, annotate=False, colorbar=k == len(weights) - 1
+        )
         ticks = range(0, max(n_q, n_k), 3)
         ax.set_xticks([t for t in ticks if t < n_k], [t for t in ticks if t < n_k])
         ax.set_yticks([t for t in ticks if t < n_q], [t for t in ticks if t < n_q])
@@ -155,8 +157,16 @@ def plot_masks(panels: dict, weights=None, weights_title: str = "weights"):
     axs = np.atleast_1d(axs)
     for k, (ax, (title, mask)) in enumerate(zip(axs, panels.items(), strict=False)):
         mask = np.asarray(mask, dtype=bool)
-        heat = plots.heatmap(mask.astype(float), ax, title=title, cmap="Blues", vmin=0,
-                             vmax=1.6, fmt="{:.0f}", colorbar=False)
+        heat = plots.heatmap(
+            mask.astype(float),
+            ax,
+            title=title,
+            cmap="Blues",
+            vmin=0,
+            vmax=1.6,
+            fmt="{:.0f}",
+            colorbar=False,
+        )
         for text, keep in zip(heat.texts, mask.ravel(), strict=True):
             text.set_color("white" if keep else "black")
         if k:
@@ -196,8 +206,9 @@ def plot_dropout(rows: dict):
     rescales the survivors) are written in the cell and drawn as fully dark.
     Lesson: ``notebooks/06_full_attention.ipynb``.
     """
-    fig, axs = plt.subplots(len(rows), 1, figsize=(7.5, 0.95 * len(rows) + 0.4),
-                            layout="constrained")
+    fig, axs = plt.subplots(
+        len(rows), 1, figsize=(7.5, 0.95 * len(rows) + 0.4), layout="constrained"
+    )
     for ax, (title, row) in zip(np.atleast_1d(axs), rows.items(), strict=True):
         plots.weight_strip(row, ax, title=title, xlabel="", fmt="{:.2f}")
         ax.title.set_fontsize(9)
@@ -325,8 +336,14 @@ def fitted_slope(ns, values) -> float:
 def _fit_line(ax, ns, values, color, label):
     ns = np.asarray(ns, float)
     slope, intercept = np.polyfit(np.log(ns), np.log(np.asarray(values, float)), 1)
-    ax.plot(ns, np.exp(intercept) * ns**slope, color=color, lw=1, ls="--",
-            label=f"fit: slope {slope:.2f}")
+    ax.plot(
+        ns,
+        np.exp(intercept) * ns**slope,
+        color=color,
+        lw=1,
+        ls="--",
+        label=f"fit: slope {slope:.2f}",
+    )
     return ax.plot(ns, values, "o-", color=color, label=label)
 
 
@@ -351,8 +368,14 @@ def plot_cost(cost: Cost):
     _fit_line(ax_t, cost.ns, cost.seconds * 1e3, plots.ACCENT, "measured")
     _log_axes(ax_t, cost.ns, f"time, weights returned (d = {cost.d}, float32)", "milliseconds")
     _fit_line(ax_m, cost.ns, cost.peak_bytes / 2**20, plots.SECOND, "measured (tracemalloc)")
-    ax_m.plot(cost.ns, cost.ns.astype(float) ** 2 * 4 / 2**20, color="grey", lw=1, ls=":",
-              label="the n × n float32 weights alone")
+    ax_m.plot(
+        cost.ns,
+        cost.ns.astype(float) ** 2 * 4 / 2**20,
+        color="grey",
+        lw=1,
+        ls=":",
+        label="the n × n float32 weights alone",
+    )
     _log_axes(ax_m, cost.ns, "peak memory, weights returned", "MiB")
     return fig
 
@@ -382,7 +405,7 @@ class OnlineStep:
     block_max: float
     m: float  # running maximum after this block
     rescale: float  # exp(m_before - m): how much the old sum and output shrink
-    l: float  # running sum of exp(s_j - m) over the keys seen so far  # noqa: E741
+    l: float  # running sum of exp(s_j - m) over the keys seen so far
     o: np.ndarray  # running output Σ exp(s_j - m) v_j, not yet divided by l
 
 
@@ -398,7 +421,7 @@ def online_softmax_steps(scores, values, block_size: int) -> list[OnlineStep]:
     """
     s = np.asarray(scores, dtype=float)
     v = np.asarray(values, dtype=float)
-    m, l = -np.inf, 0.0  # noqa: E741
+    m, l = -np.inf, 0.0
     o = np.zeros(v.shape[1:])
     steps = []
     for b, k0 in enumerate(range(0, s.size, block_size)):
@@ -406,7 +429,7 @@ def online_softmax_steps(scores, values, block_size: int) -> list[OnlineStep]:
         m_new = max(m, float(s[k0:k1].max()))
         rescale = float(np.exp(m - m_new))  # exp(-inf) = 0 on the first block
         e = np.exp(s[k0:k1] - m_new)
-        l = rescale * l + float(e.sum())  # noqa: E741
+        l = rescale * l + float(e.sum())
         o = rescale * o + e @ v[k0:k1]
         m = m_new
         steps.append(OnlineStep(b, (k0, k1), float(s[k0:k1].max()), m, rescale, l, o.copy()))
@@ -466,6 +489,10 @@ def precision_errors(S) -> dict:
     for name, R in rounded.items():
         score_err = relative_error(R, S)
         weight_err = relative_error(softmax(R.astype(np.float64)), exact)
-        out[name] = (float(np.median(score_err)), float(score_err.max()),
-                     float(np.median(weight_err)), float(weight_err.max()))
+        out[name] = (
+            float(np.median(score_err)),
+            float(score_err.max()),
+            float(np.median(weight_err)),
+            float(weight_err.max()),
+        )
     return out

@@ -58,8 +58,9 @@ class Task:
     E_value: np.ndarray = field(repr=False)
 
 
-def make_task(n_keys: int = 16, n_values: int = 16, n_pairs: int = 6, d_model: int = 32,
-              seed: int = 7) -> Task:
+def make_task(
+    n_keys: int = 16, n_values: int = 16, n_pairs: int = 6, d_model: int = 32, seed: int = 7
+) -> Task:
     """A retrieval task with seeded random embeddings (entries N(0, 1)).
 
     Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
@@ -67,8 +68,14 @@ def make_task(n_keys: int = 16, n_values: int = 16, n_pairs: int = 6, d_model: i
     if not 1 <= n_pairs <= n_keys:
         raise ValueError(f"n_pairs must be between 1 and n_keys = {n_keys}, got {n_pairs}.")
     rng = np.random.default_rng(seed)
-    return Task(n_keys, n_values, n_pairs, d_model,
-                rng.standard_normal((n_keys, d_model)), rng.standard_normal((n_values, d_model)))
+    return Task(
+        n_keys,
+        n_values,
+        n_pairs,
+        d_model,
+        rng.standard_normal((n_keys, d_model)),
+        rng.standard_normal((n_values, d_model)),
+    )
 
 
 @dataclass(frozen=True)
@@ -102,8 +109,12 @@ def sample_batch(task: Task, rng: np.random.Generator, size: int) -> Batch:
 def stack(batches: Iterable[Batch]) -> Batch:
     """One batch per model, stacked along a new leading model axis."""
     batches = list(batches)
-    return Batch(*(np.stack([getattr(b, name) for b in batches])
-                   for name in ("keys", "values", "query", "target")))
+    return Batch(
+        *(
+            np.stack([getattr(b, name) for b in batches])
+            for name in ("keys", "values", "query", "target")
+        )
+    )
 
 
 def embed(task: Task, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
@@ -120,8 +131,9 @@ def embed(task: Task, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
 
 def describe(batch: Batch, index: int = 0) -> str:
     """One sequence written out, e.g. ``(k3 → v7) (k11 → v2) … | query k11 → answer v2``."""
-    pairs = "  ".join(f"(k{k} → v{v})" for k, v in zip(batch.keys[index], batch.values[index],
-                                                       strict=True))
+    pairs = "  ".join(
+        f"(k{k} → v{v})" for k, v in zip(batch.keys[index], batch.values[index], strict=True)
+    )
     return f"{pairs}   | query k{batch.query[index]}  → answer v{batch.target[index]}"
 
 
@@ -141,13 +153,16 @@ def init_params(task: Task, d_k: int, seeds=SEEDS, d_v: int = 32) -> dict[str, n
 
     Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
     """
-    shapes = {"W_Q": (task.d_model, d_k), "W_K": (task.d_model, d_k),
-              "W_V": (task.d_model, d_v), "W_O": (d_v, task.n_values)}
+    shapes = {
+        "W_Q": (task.d_model, d_k),
+        "W_K": (task.d_model, d_k),
+        "W_V": (task.d_model, d_v),
+        "W_O": (d_v, task.n_values),
+    }
     per_seed = []
     for seed in seeds:
         rng = np.random.default_rng([seed, 1])
-        p = {name: rng.standard_normal(shape) / np.sqrt(shape[0]) for name, shape in
-             shapes.items()}
+        p = {name: rng.standard_normal(shape) / np.sqrt(shape[0]) for name, shape in shapes.items()}
         p["b"] = np.zeros(task.n_values)
         per_seed.append(p)
     return {name: np.stack([p[name] for p in per_seed]) for name in PARAMETERS}
@@ -198,8 +213,9 @@ def softmax_cross_entropy(z: np.ndarray, target: np.ndarray):
     log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
     picked = np.take_along_axis(log_p, target[..., None], axis=-1)[..., 0]
     grad = np.exp(log_p)
-    np.put_along_axis(grad, target[..., None],
-                      np.take_along_axis(grad, target[..., None], axis=-1) - 1.0, axis=-1)
+    np.put_along_axis(
+        grad, target[..., None], np.take_along_axis(grad, target[..., None], axis=-1) - 1.0, axis=-1
+    )
     grad /= z.shape[-2]
     return -picked.mean(axis=-1), grad
 
@@ -259,8 +275,7 @@ def loss_and_grads(params: Mapping[str, np.ndarray], task: Task, batch: Batch, s
     f = forward(params, task, batch, scale)
     loss, grad_z = softmax_cross_entropy(f.logits, batch.target)
     grad_o, grad_W_O = linear_backward(f.o, params["W_O"], grad_z[..., None, :])
-    grad_q, grad_K, grad_V = attention_backward(f.q_in, f.K, f.V, grad_o,
-                                                scale=f.attention_scale)
+    grad_q, grad_K, grad_V = attention_backward(f.q_in, f.K, f.V, grad_o, scale=f.attention_scale)
     if f.scale.ndim:  # q_in = scale·q
         grad_q = grad_q * f.scale.reshape(-1, 1, 1, 1)
     grads = {
@@ -270,8 +285,10 @@ def loss_and_grads(params: Mapping[str, np.ndarray], task: Task, batch: Batch, s
         "W_O": grad_W_O,
         "b": grad_z.sum(axis=1),
     }
-    stats = {"accuracy": (f.logits.argmax(axis=-1) == batch.target).mean(axis=-1),
-             "entropy": entropy(f.weights[..., 0, :]).mean(axis=-1)}
+    stats = {
+        "accuracy": (f.logits.argmax(axis=-1) == batch.target).mean(axis=-1),
+        "entropy": entropy(f.weights[..., 0, :]).mean(axis=-1),
+    }
     return loss, grads, stats
 
 
@@ -283,8 +300,9 @@ def loss_only(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale:
 # -------------------------------------------------------- gradient check
 
 
-def gradient_check(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale: float,
-                   h: float = 1e-6) -> dict[str, float]:
+def gradient_check(
+    params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale: float, h: float = 1e-6
+) -> dict[str, float]:
     """Largest relative error between the backward pass and central differences, per parameter.
 
     Formula: ``∂L/∂θ ≈ (L(θ + h) − L(θ − h)) / 2h`` for every single entry θ (error
@@ -306,8 +324,9 @@ def gradient_check(params: Mapping[str, np.ndarray], task: Task, batch: Batch, s
             down = loss_only(nudged, task, batch, scale).sum()
             numeric[index] = (up - down) / (2 * h)
         diff = np.abs(grads[name] - numeric)
-        errors[name] = float((diff / np.maximum(np.abs(grads[name]) + np.abs(numeric),
-                                                1e-12)).max())
+        errors[name] = float(
+            (diff / np.maximum(np.abs(grads[name]) + np.abs(numeric), 1e-12)).max()
+        )
     return errors
 
 
@@ -326,8 +345,13 @@ class Adam:
     Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
     """
 
-    def __init__(self, params: Mapping[str, np.ndarray], lr: float = LEARNING_RATE,
-                 betas=(0.9, 0.999), eps: float = 1e-8):
+    def __init__(
+        self,
+        params: Mapping[str, np.ndarray],
+        lr: float = LEARNING_RATE,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+    ):
         self.lr, self.betas, self.eps, self.t = lr, betas, eps, 0
         self.m = {k: np.zeros_like(v) for k, v in params.items()}
         self.v = {k: np.zeros_like(v) for k, v in params.items()}

@@ -130,8 +130,15 @@ class Saturation:
     def at(self, d_k: int) -> dict:
         """The numbers measured for one d_k of the grid, by name."""
         i = int(np.flatnonzero(self.d_ks == d_k)[0])
-        names = ("score_std", "max_weight_raw", "max_weight_scaled", "entropy_raw",
-                 "entropy_scaled", "jacobian_raw", "jacobian_scaled")
+        names = (
+            "score_std",
+            "max_weight_raw",
+            "max_weight_scaled",
+            "entropy_raw",
+            "entropy_scaled",
+            "jacobian_raw",
+            "jacobian_scaled",
+        )
         return {name: float(getattr(self, name)[i]) for name in names}
 
 
@@ -158,8 +165,9 @@ def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 400, seed: in
         stats["jr"].append(np.median(largest_jacobian_entry(raw)))
         stats["js"].append(np.median(largest_jacobian_entry(scaled)))
     a = {k: np.array(v) for k, v in stats.items()}
-    return Saturation(d_ks, n_keys, n_rows, a["std"], a["mr"], a["ms"], a["hr"], a["hs"],
-                      a["jr"], a["js"])
+    return Saturation(
+        d_ks, n_keys, n_rows, a["std"], a["mr"], a["ms"], a["hr"], a["hs"], a["jr"], a["js"]
+    )
 
 
 def power_variances(d_ks=DK_GRID, powers=POWERS, n_samples: int = 4000, seed: int = 5):
@@ -199,9 +207,19 @@ def plot_softmax_rows(weights, row_labels, *, title="softmax of each row"):
     plt, plots = _pyplot()
     weights = np.asarray(weights, dtype=float)
     fig, ax = plt.subplots(figsize=(6.0, 0.6 + 0.55 * len(weights)), layout="constrained")
-    plots.heatmap(weights, ax, row_labels=row_labels, cmap=plots.STRIP_CMAP, vmin=0.0,
-                  vmax=1.0, fmt="{:.4f}", title=title, xlabel="key", ylabel="scores",
-                  colorbar=False)
+    plots.heatmap(
+        weights,
+        ax,
+        row_labels=row_labels,
+        cmap=plots.STRIP_CMAP,
+        vmin=0.0,
+        vmax=1.0,
+        fmt="{:.4f}",
+        title=title,
+        xlabel="key",
+        ylabel="scores",
+        colorbar=False,
+    )
     return fig
 
 
@@ -212,14 +230,23 @@ def plot_gap_sweep(gaps, max_weight, ent, n_keys: int):
     left.plot(gaps, max_weight, color=plots.ACCENT, lw=2)
     left.axhline(1.0, color="grey", ls=":", lw=1)
     left.axhline(1 / n_keys, color="grey", ls="--", lw=1, label=f"uniform: 1/{n_keys}")
-    left.set(title="largest weight", xlabel="gap g between the top score and the rest",
-             ylabel="weight", ylim=(0, 1.05))
+    left.set(
+        title="largest weight",
+        xlabel="gap g between the top score and the rest",
+        ylabel="weight",
+        ylim=(0, 1.05),
+    )
     left.legend(fontsize=8, loc="center right")
     right.plot(gaps, ent, color=plots.SECOND, lw=2)
-    right.axhline(np.log(n_keys), color="grey", ls="--", lw=1,
-                  label=f"uniform: log {n_keys} (maximum)")
-    right.set(title="entropy", xlabel="gap g between the top score and the rest",
-              ylabel="entropy (nats)", ylim=(0, np.log(n_keys) * 1.1))
+    right.axhline(
+        np.log(n_keys), color="grey", ls="--", lw=1, label=f"uniform: log {n_keys} (maximum)"
+    )
+    right.set(
+        title="entropy",
+        xlabel="gap g between the top score and the rest",
+        ylabel="entropy (nats)",
+        ylim=(0, np.log(n_keys) * 1.1),
+    )
     right.legend(fontsize=8, loc="upper right")
     fig.suptitle(f"softmax([g, 0, ..., 0]) over {n_keys} keys")
     return fig
@@ -236,10 +263,10 @@ def plot_saturation(sat: Saturation):
     left.set(title="mean largest weight", ylabel="weight", ylim=(0, 1.05))
     right.plot(sat.d_ks, sat.entropy_raw, color=plots.SECOND, label=RAW, **style)
     right.plot(sat.d_ks, sat.entropy_scaled, color=plots.ACCENT, label=SCALED, **style)
-    right.axhline(np.log(sat.n_keys), color="grey", ls="--", lw=1,
-                  label=f"uniform: log {sat.n_keys}")
-    right.set(title="mean entropy", ylabel="entropy (nats)",
-              ylim=(0, np.log(sat.n_keys) * 1.1))
+    right.axhline(
+        np.log(sat.n_keys), color="grey", ls="--", lw=1, label=f"uniform: log {sat.n_keys}"
+    )
+    right.set(title="mean entropy", ylabel="entropy (nats)", ylim=(0, np.log(sat.n_keys) * 1.1))
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("$d_k$ (log scale)")
@@ -254,16 +281,25 @@ def plot_power_variances(d_ks, variances, powers=POWERS, names=POWER_NAMES):
     d_ks = np.asarray(d_ks, dtype=float)
     fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
     predicted = {"1/3": "d_k^{1/3}", "1/2": "d_k^{0} = 1", "2/3": "d_k^{-1/3}"}
-    for p, name, var, colour in zip(powers, names, variances,
-                                    (plots.SECOND, plots.ACCENT, plots.THIRD), strict=True):
+    for p, name, var, colour in zip(
+        powers, names, variances, (plots.SECOND, plots.ACCENT, plots.THIRD), strict=True
+    ):
         line = predicted.get(name, f"d_k^{{{1 - 2 * p:.2g}}}")
-        ax.plot(d_ks, d_ks ** (1 - 2 * p), color=colour, lw=1.5,
-                label=f"÷ $d_k^{{{name}}}$: predicted ${line}$")
+        ax.plot(
+            d_ks,
+            d_ks ** (1 - 2 * p),
+            color=colour,
+            lw=1.5,
+            label=f"÷ $d_k^{{{name}}}$: predicted ${line}$",
+        )
         ax.plot(d_ks, var, "o", color=colour, ms=5, label=f"÷ $d_k^{{{name}}}$: measured")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
-    ax.set(title=r"variance of $q\cdot k\,/\,d_k^{\,p}$ (lines: prediction, dots: measured)",
-           xlabel="$d_k$ (log scale)", ylabel="variance (log scale)")
+    ax.set(
+        title=r"variance of $q\cdot k\,/\,d_k^{\,p}$ (lines: prediction, dots: measured)",
+        xlabel="$d_k$ (log scale)",
+        ylabel="variance (log scale)",
+    )
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
@@ -273,9 +309,18 @@ def plot_temperatures(scores, taus, labels):
     plt, plots = _pyplot()
     weights = np.stack([softmax(np.asarray(scores, float) / tau) for tau in taus])
     fig, ax = plt.subplots(figsize=(7.0, 0.6 + 0.55 * len(taus)), layout="constrained")
-    plots.heatmap(weights, ax, row_labels=labels, cmap=plots.STRIP_CMAP, vmin=0.0, vmax=1.0,
-                  title="softmax(s / τ) of one score row", xlabel="key", ylabel="temperature",
-                  colorbar=False)
+    plots.heatmap(
+        weights,
+        ax,
+        row_labels=labels,
+        cmap=plots.STRIP_CMAP,
+        vmin=0.0,
+        vmax=1.0,
+        title="softmax(s / τ) of one score row",
+        xlabel="key",
+        ylabel="temperature",
+        colorbar=False,
+    )
     return fig
 
 
@@ -290,7 +335,10 @@ def plot_jacobian(sat: Saturation):
     ax.axhline(0.25, color="grey", ls="--", lw=1, label="largest possible, 1/4")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set(title="how strongly the weights react: median largest |J_ij|",
-           xlabel="$d_k$ (log scale)", ylabel="largest |entry| of J (log scale)")
+    ax.set(
+        title="how strongly the weights react: median largest |J_ij|",
+        xlabel="$d_k$ (log scale)",
+        ylabel="largest |entry| of J (log scale)",
+    )
     ax.legend(fontsize=8, loc="lower left")
     return fig

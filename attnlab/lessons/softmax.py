@@ -34,8 +34,15 @@ def scores_vs_weights(scores, weights, labels=None):
     plots.bars(scores, ax_s, labels=labels, title="scores x", ylabel="score")
     ax_s.axhline(0, color="black", lw=0.8)
     ax_s.set_xlabel("key")
-    plots.bars(weights, ax_w, labels=labels, title="weights softmax(x)", ylabel="weight",
-               color=plots.SECOND, ylim=(0, 1))
+    plots.bars(
+        weights,
+        ax_w,
+        labels=labels,
+        title="weights softmax(x)",
+        ylabel="weight",
+        color=plots.SECOND,
+        ylim=(0, 1),
+    )
     ax_w.set_xlabel("key")
     for j, w in enumerate(weights):
         ax_w.text(j, w + 0.02, f"{w:.2f}", ha="center", va="bottom", fontsize=8)
@@ -43,8 +50,9 @@ def scores_vs_weights(scores, weights, labels=None):
     gaps = scores[top] - scores
     grid = np.linspace(0, max(float(gaps.max()), 1.0) * 1.1, 200)
     ax_r.plot(grid, np.exp(grid), color=plots.ACCENT, label=r"$e^{\Delta}$")
-    ax_r.plot(gaps, weights[top] / weights, "o", color=plots.SECOND,
-              label="measured from the weights")
+    ax_r.plot(
+        gaps, weights[top] / weights, "o", color=plots.SECOND, label="measured from the weights"
+    )
     ax_r.set_yscale("log")
     ax_r.set_title("exp turns score gaps into ratios")
     ax_r.set_xlabel(f"score gap Δ below {labels[top]}")
@@ -65,13 +73,23 @@ def saturation_plot(xs, first, threshold, x_cross, n_keys=4):
     first = np.asarray(first, float)
     fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
     ax.plot(xs, first, color=plots.ACCENT, lw=2, label="first weight $p_1$")
-    ax.plot(xs, first * (1 - first), color=plots.SECOND, lw=2, ls="--",
-            label=r"its slope $\partial p_1/\partial x = p_1(1-p_1)$")
+    ax.plot(
+        xs,
+        first * (1 - first),
+        color=plots.SECOND,
+        lw=2,
+        ls="--",
+        label=r"its slope $\partial p_1/\partial x = p_1(1-p_1)$",
+    )
     ax.axhline(threshold, color="grey", lw=0.8, ls=":")
     ax.axvline(x_cross, color="grey", lw=0.8, ls=":")
-    ax.annotate(f"$p_1$ > {threshold} from x = {x_cross:.2f}", (x_cross, threshold),
-                xytext=(x_cross + 0.4, 0.6), fontsize=9,
-                arrowprops={"arrowstyle": "->", "color": "grey"})
+    ax.annotate(
+        f"$p_1$ > {threshold} from x = {x_cross:.2f}",
+        (x_cross, threshold),
+        xytext=(x_cross + 0.4, 0.6),
+        fontsize=9,
+        arrowprops={"arrowstyle": "->", "color": "grey"},
+    )
     ax.set_ylim(0, 1.02)
     ax.set_xlim(xs.min(), xs.max())
     ax.set_xlabel("x, the first score (the other scores are 0)")
@@ -87,13 +105,22 @@ def jacobian_pair(jacobians, titles, fmt="{:.3f}"):
     Shapes: each Jacobian is (n, n), rows i (weight p_i), columns j (score x_j).
     Lesson: ``notebooks/04_softmax.ipynb``.
     """
-    fig, axs = plt.subplots(1, len(jacobians), figsize=(4.3 * len(jacobians), 3.6),
-                            layout="constrained")
+    fig, axs = plt.subplots(
+        1, len(jacobians), figsize=(4.3 * len(jacobians), 3.6), layout="constrained"
+    )
     for k, (ax, J, title) in enumerate(zip(np.atleast_1d(axs), jacobians, titles, strict=True)):
-        heat = plots.heatmap(J, ax, title=title, xlabel="j (score $x_j$)",
-                             ylabel="i (weight $p_i$)", cmap=plots.SIGNED_CMAP,
-                             vmin=-JACOBIAN_LIMIT, vmax=JACOBIAN_LIMIT, fmt=fmt,
-                             colorbar=k == len(jacobians) - 1)
+        heat = plots.heatmap(
+            J,
+            ax,
+            title=title,
+            xlabel="j (score $x_j$)",
+            ylabel="i (weight $p_i$)",
+            cmap=plots.SIGNED_CMAP,
+            vmin=-JACOBIAN_LIMIT,
+            vmax=JACOBIAN_LIMIT,
+            fmt=fmt,
+            colorbar=k == len(jacobians) - 1,
+        )
         # A tiny negative entry would read "-0.000"; written as zero, it says what it is.
         for text in heat.texts:
             if float(text.get_text()) == 0:
@@ -109,8 +136,16 @@ def mask_and_weights(mask, weights):
     """
     mask = np.asarray(mask)
     fig, (ax_m, ax_w) = plt.subplots(1, 2, figsize=(9.5, 3.8), layout="constrained")
-    heat = plots.heatmap(mask.astype(float), ax_m, title="causal mask (1 = may attend)",
-                         cmap="Blues", vmin=0, vmax=1.6, fmt="{:.0f}", colorbar=False)
+    heat = plots.heatmap(
+        mask.astype(float),
+        ax_m,
+        title="causal mask (1 = may attend)",
+        cmap="Blues",
+        vmin=0,
+        vmax=1.6,
+        fmt="{:.0f}",
+        colorbar=False,
+    )
     for text, keep in zip(heat.texts, mask.ravel(), strict=True):
         text.set_color("white" if keep else "black")
     plots.heatmap(weights, ax_w, title="causal softmax weights", vmin=0, vmax=1)

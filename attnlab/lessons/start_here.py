@@ -100,11 +100,14 @@ def python_version() -> str:
 def _requirement_line(label: str, version: str | None, minimum: str) -> tuple[str, bool]:
     needed = f"≥ {minimum} needed"
     if version is None:
-        return (f"{BAD} {label} is not installed ({needed}). "
-                f"Fix: pip install '{label}>={minimum}'"), False
+        return (
+            f"{BAD} {label} is not installed ({needed}). Fix: pip install '{label}>={minimum}'"
+        ), False
     if version_tuple(version) < version_tuple(minimum):
-        return (f"{BAD} {label} {version} is too old ({needed}). "
-                f"Fix: pip install --upgrade '{label}>={minimum}'"), False
+        return (
+            f"{BAD} {label} {version} is too old ({needed}). "
+            f"Fix: pip install --upgrade '{label}>={minimum}'"
+        ), False
     return f"{OK} {label} ({needed})", True
 
 
@@ -124,9 +127,11 @@ def environment_report() -> list[str]:
     """
     lines, all_ok = [], True
     if version_tuple(python_version()) < version_tuple(PYTHON_MINIMUM):
-        lines.append(f"{BAD} Python {python_version()} is too old (≥ {PYTHON_MINIMUM} needed). "
-                     "Fix: build the course environment with a newer Python, "
-                     "e.g. `make lab PYTHON=python3.11`.")
+        lines.append(
+            f"{BAD} Python {python_version()} is too old (≥ {PYTHON_MINIMUM} needed). "
+            "Fix: build the course environment with a newer Python, "
+            "e.g. `make lab PYTHON=python3.11`."
+        )
         all_ok = False
     else:
         lines.append(f"{OK} Python (≥ {PYTHON_MINIMUM} needed)")
@@ -136,9 +141,11 @@ def environment_report() -> list[str]:
         version = installed_version(dist, module)
         if label == "jupyterlab" and version is None:
             lab_here = False
-            lines.append(f"{NOTE} jupyterlab is not installed in this kernel's environment: "
-                         "fine if you started JupyterLab from another one (Binder does this "
-                         "for you; locally, `make lab` uses the course environment).")
+            lines.append(
+                f"{NOTE} jupyterlab is not installed in this kernel's environment: "
+                "fine if you started JupyterLab from another one (Binder does this "
+                "for you; locally, `make lab` uses the course environment)."
+            )
             continue
         line, ok = _requirement_line(label, version, minimum)
         lines.append(line)
@@ -151,8 +158,10 @@ def environment_report() -> list[str]:
     if all_ok:
         lines.append("Everything the course needs is in place.")
     else:
-        lines.append(f"Fix the {BAD} lines above, restart JupyterLab (or at least the kernel: "
-                     "Kernel → Restart Kernel), then run this cell again.")
+        lines.append(
+            f"Fix the {BAD} lines above, restart JupyterLab (or at least the kernel: "
+            "Kernel → Restart Kernel), then run this cell again."
+        )
     return lines
 
 
@@ -166,14 +175,20 @@ def extension_line(lab_here: bool = True) -> tuple[str, bool]:
     version = installed_version(EXTENSION, EXTENSION) if importable(EXTENSION) else None
     if version is None:
         if not lab_here:
-            return (f"{NOTE} {EXTENSION} cannot be checked from this kernel. Make sure the "
-                    f"environment JupyterLab runs in has it: {EXTENSION_FIX}."), True
-        return (f"{BAD} The JupyterLab widget extension is missing, so the widgets in this "
-                f"course will not appear. Fix: {EXTENSION_FIX}."), False
+            return (
+                f"{NOTE} {EXTENSION} cannot be checked from this kernel. Make sure the "
+                f"environment JupyterLab runs in has it: {EXTENSION_FIX}."
+            ), True
+        return (
+            f"{BAD} The JupyterLab widget extension is missing, so the widgets in this "
+            f"course will not appear. Fix: {EXTENSION_FIX}."
+        ), False
     major = version_tuple(version)[:1]
     if major != (EXTENSION_MAJOR,):
         widgets_version = installed_version("ipywidgets", "ipywidgets") or "8"
-        return (f"{BAD} {EXTENSION} {version} does not match ipywidgets {widgets_version}: "
-                f"ipywidgets 8 needs {EXTENSION} {EXTENSION_MAJOR}.x, or its widgets will not "
-                f"appear. Fix: {EXTENSION_FIX}."), False
+        return (
+            f"{BAD} {EXTENSION} {version} does not match ipywidgets {widgets_version}: "
+            f"ipywidgets 8 needs {EXTENSION} {EXTENSION_MAJOR}.x, or its widgets will not "
+            f"appear. Fix: {EXTENSION_FIX}."
+        ), False
     return f"{OK} {what}", True

@@ -85,17 +85,33 @@ def hull_picture(V, outputs: dict, labels=None, ax=None, title=""):
     labels = labels if labels is not None else [f"v{j}" for j in range(len(V))]
     ax = plots.axes(ax, figsize=(5.6, 4.4))
     hull = convex_hull(V)
-    ax.add_patch(Polygon(hull, closed=True, facecolor="0.92", edgecolor="0.35", lw=1.2,
-                         label="convex hull of the value rows", zorder=0))
+    ax.add_patch(
+        Polygon(
+            hull,
+            closed=True,
+            facecolor="0.92",
+            edgecolor="0.35",
+            lw=1.2,
+            label="convex hull of the value rows",
+            zorder=0,
+        )
+    )
     colours = [plots.SECOND, plots.ACCENT, plots.THIRD, "0.4"]
     for (name, Z), colour in zip(outputs.items(), colours, strict=False):
         Z = np.asarray(Z, dtype=float).reshape(-1, 2)
         ax.scatter(Z[:, 0], Z[:, 1], s=10, color=colour, alpha=0.7, label=name, zorder=2)
     ax.scatter(V[:, 0], V[:, 1], s=60, marker="D", color="black", zorder=3, label="value rows")
     for (x, y), text in zip(V, labels, strict=True):
-        ax.annotate(text, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=10,
-                    fontweight="bold", zorder=4,
-                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
+        ax.annotate(
+            text,
+            (x, y),
+            xytext=(6, 6),
+            textcoords="offset points",
+            fontsize=10,
+            fontweight="bold",
+            zorder=4,
+            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+        )
     pad = 0.15 * float(np.ptp(V, axis=0).max() or 1.0)
     ax.set_xlim(V[:, 0].min() - pad, V[:, 0].max() + pad)
     ax.set_ylim(V[:, 1].min() - pad, V[:, 1].max() + 2.5 * pad)
@@ -126,22 +142,41 @@ def stage_grid(stages: dict, labels, *, col_labels=None, figsize=(10, 7.2)):
     for ax, (title, M), k in zip(axs.ravel(), items, range(4), strict=True):
         M = np.asarray(M, dtype=float)
         if k < 2:
-            plots.heatmap(M, ax, row_labels=labels, col_labels=labels, title=title,
-                          cmap=plots.SIGNED_CMAP, vmin=-score_lim, vmax=score_lim)
+            plots.heatmap(
+                M,
+                ax,
+                row_labels=labels,
+                col_labels=labels,
+                title=title,
+                cmap=plots.SIGNED_CMAP,
+                vmin=-score_lim,
+                vmax=score_lim,
+            )
         elif k == 2:
-            plots.heatmap(M, ax, row_labels=labels, col_labels=labels, title=title,
-                          vmin=0.0, vmax=1.0)
+            plots.heatmap(
+                M, ax, row_labels=labels, col_labels=labels, title=title, vmin=0.0, vmax=1.0
+            )
         else:
             cols = col_labels if col_labels is not None else range(M.shape[1])
             lim = float(np.abs(M).max()) or 1.0  # centred, so white means 0
-            plots.heatmap(M, ax, row_labels=labels, col_labels=cols, title=title,
-                          xlabel="value feature", ylabel="query", cmap=plots.SIGNED_CMAP,
-                          vmin=-lim, vmax=lim)
+            plots.heatmap(
+                M,
+                ax,
+                row_labels=labels,
+                col_labels=cols,
+                title=title,
+                xlabel="value feature",
+                ylabel="query",
+                cmap=plots.SIGNED_CMAP,
+                vmin=-lim,
+                vmax=lim,
+            )
     return fig
 
 
-def matrices_row(mats: dict, row_labels, col_labels: dict | None = None, *, weights=(),
-                 figsize=(11, 2.8)):
+def matrices_row(
+    mats: dict, row_labels, col_labels: dict | None = None, *, weights=(), figsize=(11, 2.8)
+):
     """Several small labelled heatmaps side by side, e.g. X, V, weights, output.
 
     ``mats``: {title: matrix}, each with one row per token (``row_labels``).
@@ -157,16 +192,33 @@ def matrices_row(mats: dict, row_labels, col_labels: dict | None = None, *, weig
     for ax, (title, M) in zip(np.atleast_1d(axs), mats.items(), strict=True):
         M = np.asarray(M, dtype=float)
         if title in weights:
-            plots.heatmap(M, ax, row_labels=row_labels, col_labels=row_labels, title=title,
-                          vmin=0.0, vmax=1.0, colorbar=False)
+            plots.heatmap(
+                M,
+                ax,
+                row_labels=row_labels,
+                col_labels=row_labels,
+                title=title,
+                vmin=0.0,
+                vmax=1.0,
+                colorbar=False,
+            )
         else:
             lim = float(np.abs(M).max()) or 1.0
             named = col_labels.get(title) is not None
-            plots.heatmap(M, ax, row_labels=row_labels, col_labels=col_labels.get(title),
-                          title=title, xlabel="feature" if named else "dimension",
-                          ylabel="token", cmap=plots.SIGNED_CMAP, vmin=-lim, vmax=lim,
-                          colorbar=False, fmt="{:.2g}")
+            plots.heatmap(
+                M,
+                ax,
+                row_labels=row_labels,
+                col_labels=col_labels.get(title),
+                title=title,
+                xlabel="feature" if named else "dimension",
+                ylabel="token",
+                cmap=plots.SIGNED_CMAP,
+                vmin=-lim,
+                vmax=lim,
+                colorbar=False,
+                fmt="{:.2g}",
+            )
         if col_labels.get(title) is not None and max(map(len, col_labels[title])) > 4:
             ax.tick_params(axis="x", labelrotation=30)
     return fig
-

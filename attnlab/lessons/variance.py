@@ -115,9 +115,7 @@ def measured_variances(
             raise ValueError("measured_variances needs n and rng to draw new samples.")
         samples = samples_by_dk(d_ks, n, rng, dist, **sigmas)
     # ddof=1: the unbiased sample variance; with 20 000 samples the choice hardly shows.
-    return np.array(
-        [np.var(s / np.sqrt(d) if scale else s, ddof=1) for d, s in samples.items()]
-    )
+    return np.array([np.var(s / np.sqrt(d) if scale else s, ddof=1) for d, s in samples.items()])
 
 
 # --- figures --------------------------------------------------------------------------------
@@ -147,19 +145,32 @@ def plot_variance_vs_dk(
     if theory is None:
         theory = {"theory: Var = d_k": d}
     for (label, values), style in zip(theory.items(), ["--", ":", "-."] * 3, strict=False):
-        ax.plot(d, np.asarray(values, dtype=float), color="0.35", linestyle=style,
-                linewidth=1.2, label=label, zorder=1)
+        ax.plot(
+            d,
+            np.asarray(values, dtype=float),
+            color="0.35",
+            linestyle=style,
+            linewidth=1.2,
+            label=label,
+            zorder=1,
+        )
     # A filled circle, an open square and a cross stay distinguishable when they overlap.
     markers = [
         {"color": plots.ACCENT, "marker": "o", "markersize": 8, "alpha": 0.8},
-        {"color": plots.SECOND, "marker": "s", "markersize": 7, "markerfacecolor": "none",
-         "markeredgewidth": 1.5},
+        {
+            "color": plots.SECOND,
+            "marker": "s",
+            "markersize": 7,
+            "markerfacecolor": "none",
+            "markeredgewidth": 1.5,
+        },
         {"color": plots.THIRD, "marker": "x", "markersize": 6, "markeredgewidth": 1.5},
     ]
     shown = [np.asarray(v, dtype=float) for v in [*series.values(), *theory.values()]]
     for (label, values), style in zip(series.items(), markers * 3, strict=False):
-        ax.plot(d, np.asarray(values, dtype=float), linestyle="none", label=label, zorder=2,
-                **style)
+        ax.plot(
+            d, np.asarray(values, dtype=float), linestyle="none", label=label, zorder=2, **style
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xticks(d, [f"{v:g}" for v in d])
@@ -200,20 +211,32 @@ def plot_histograms(
 
     if limit is None:
         limit = 5.0 if scaled else float(np.ceil(3.5 * np.sqrt(max(d_ks)) / 10) * 10)
-    fig, axs = plt.subplots(1, len(d_ks), figsize=(3.0 * len(d_ks), 2.9), sharex=True,
-                            layout="constrained")
+    fig, axs = plt.subplots(
+        1, len(d_ks), figsize=(3.0 * len(d_ks), 2.9), sharex=True, layout="constrained"
+    )
     axs = np.atleast_1d(axs)
     x = np.linspace(-limit, limit, 400)
     what = "q·k / √d_k" if scaled else "q·k"
     for ax, d in zip(axs, d_ks, strict=True):
         values = samples[d] / np.sqrt(d) if scaled else samples[d]
         std = float(np.std(values, ddof=1))
-        hist = plots.histogram(values, ax, bins=bins, range=(-limit, limit), xlabel=what,
-                               title=f"d_k = {d}: measured std {std:.2f}")
+        hist = plots.histogram(
+            values,
+            ax,
+            bins=bins,
+            range=(-limit, limit),
+            xlabel=what,
+            title=f"d_k = {d}: measured std {std:.2f}",
+        )
         theory_std = 1.0 if scaled else np.sqrt(d)
         peak = 1 / (theory_std * np.sqrt(2 * np.pi))  # the normal curve's height at 0
-        ax.plot(x, peak * np.exp(-0.5 * (x / theory_std) ** 2), color=plots.SECOND,
-                linewidth=1.3, label=f"normal, std {theory_std:.2f}")
+        ax.plot(
+            x,
+            peak * np.exp(-0.5 * (x / theory_std) ** 2),
+            color=plots.SECOND,
+            linewidth=1.3,
+            label=f"normal, std {theory_std:.2f}",
+        )
         ax.legend(fontsize=7, loc="upper right")
         ax.set_xlim(-limit, limit)
         top = max(float(hist.patch.get_data().values.max()), peak)

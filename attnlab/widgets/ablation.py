@@ -36,8 +36,7 @@ def _check_results(results) -> dict:
             f"{{(d_k, divisor): Run}}, got {type(results).__name__}."
         )
     for key, run in results.items():
-        if (not isinstance(key, tuple) or len(key) != 2
-                or key[1] not in lesson.DIVISORS):
+        if not isinstance(key, tuple) or len(key) != 2 or key[1] not in lesson.DIVISORS:
             raise ValueError(
                 f"results has the key {key!r}; keys must be (d_k, divisor) pairs with divisor "
                 f"one of {lesson.DIVISORS}."
@@ -55,9 +54,7 @@ def _check_results(results) -> dict:
             f"results must have runs of equal length; they have {sorted(steps)} steps."
         )
     if next(iter(steps)) <= lesson.WINDOW:
-        raise ValueError(
-            f"results' runs are too short: they need more than {lesson.WINDOW} steps."
-        )
+        raise ValueError(f"results' runs are too short: they need more than {lesson.WINDOW} steps.")
     d_ks = sorted({d_k for d_k, _ in results})
     divisors = [d for d in lesson.DIVISORS if any(k[1] == d for k in results)]
     missing = [(d_k, d) for d_k in d_ks for d in divisors if (d_k, d) not in results]
@@ -85,13 +82,17 @@ def _band_vertices(x, low, high) -> np.ndarray:
 
 
 def _accuracy_text(run) -> str:
-    return (f"final accuracy {lesson.spread(run.final_accuracy)}\n"
-            f"90% after steps: {lesson.steps_text(run.steps_to(0.9))}")
+    return (
+        f"final accuracy {lesson.spread(run.final_accuracy)}\n"
+        f"90% after steps: {lesson.steps_text(run.steps_to(0.9))}"
+    )
 
 
 def _entropy_text(run) -> str:
-    return (f"mean entropy: first step {run.entropy[:, 0].mean():.2f} → "
-            f"after training {run.final_entropy.mean():.2f}")
+    return (
+        f"mean entropy: first step {run.entropy[:, 0].mean():.2f} → "
+        f"after training {run.final_entropy.mean():.2f}"
+    )
 
 
 def ablation_curves(results=None) -> CourseWidget:
@@ -119,34 +120,50 @@ def ablation_curves(results=None) -> CourseWidget:
         ax_a.plot(c["acc_x"], c["acc"][0], color="0.85", lw=0.8, zorder=1)
         ax_e.plot(c["ent_x"], c["ent"][0], color="0.85", lw=0.8, zorder=1)
     ax_a.axhline(0.9, color="grey", ls=":", lw=1)
-    ax_a.set(xlim=(0, steps), ylim=(0, 1.05), xlabel="training step",
-             ylabel="accuracy (fresh batches)")
+    ax_a.set(
+        xlim=(0, steps), ylim=(0, 1.05), xlabel="training step", ylabel="accuracy (fresh batches)"
+    )
     ax_e.axhline(np.log(n_pairs), color="grey", ls="--", lw=1)
-    ax_e.set(xlim=(0, steps), ylim=(0, np.log(n_pairs) * 1.15), xlabel="training step",
-             ylabel="attention entropy (nats)")
-    ax_e.text(0.03 * steps, np.log(n_pairs) * 1.02, f"uniform over {n_pairs} pairs: log {n_pairs}",
-              fontsize=7, color="grey", va="bottom")
+    ax_e.set(
+        xlim=(0, steps),
+        ylim=(0, np.log(n_pairs) * 1.15),
+        xlabel="training step",
+        ylabel="attention entropy (nats)",
+    )
+    ax_e.text(
+        0.03 * steps,
+        np.log(n_pairs) * 1.02,
+        f"uniform over {n_pairs} pairs: log {n_pairs}",
+        fontsize=7,
+        color="grey",
+        va="bottom",
+    )
 
     artists = {}
     for name, ax in (("acc", ax_a), ("ent", ax_e)):
         x = curves[next(iter(curves))][f"{name}_x"]
         artists[f"{name}_band"] = ax.fill_between(x, 0 * x, 0 * x, alpha=0.25, lw=0, zorder=2)
-        (artists[f"{name}_ref"],) = ax.plot([], [], color=lesson.COLOURS[REFERENCE], lw=1.4,
-                                            ls="--", zorder=3, label="÷ √d_k")
+        (artists[f"{name}_ref"],) = ax.plot(
+            [], [], color=lesson.COLOURS[REFERENCE], lw=1.4, ls="--", zorder=3, label="÷ √d_k"
+        )
         (artists[f"{name}_line"],) = ax.plot([], [], lw=2.2, zorder=4)
         # An empty two-line title keeps room above the axes for the numbers drawn there.
         ax.set_title("\n", fontsize=9)
-        artists[f"{name}_text"] = ax.text(0.5, 1.02, "", transform=ax.transAxes, ha="center",
-                                          va="bottom", fontsize=9)
+        artists[f"{name}_text"] = ax.text(
+            0.5, 1.02, "", transform=ax.transAxes, ha="center", va="bottom", fontsize=9
+        )
     view.animate(*artists.values())
 
     style = {"description_width": "initial"}
-    d_k_control = widgets.ToggleButtons(options=d_ks, value=d_ks[-1], description="d_k:",
-                                        style=style)
+    d_k_control = widgets.ToggleButtons(
+        options=d_ks, value=d_ks[-1], description="d_k:", style=style
+    )
     divisor_control = widgets.ToggleButtons(
         options=[(lesson.LABELS[d], d) for d in divisors],
-        value="1" if "1" in divisors else divisors[0], description="divide scores by:",
-        style=style)
+        value="1" if "1" in divisors else divisors[0],
+        description="divide scores by:",
+        style=style,
+    )
     label = widgets.HTML()
     seeds = f"{n_seeds} seeds: line = mean, band = min to max" if n_seeds > 1 else "one seed"
 
@@ -178,8 +195,11 @@ def ablation_curves(results=None) -> CourseWidget:
     d_k_control.observe(show, names="value")
     divisor_control.observe(show, names="value")
     show()
-    widget = CourseWidget([d_k_control, divisor_control, label, view.image],
-                          controls={"d_k": d_k_control, "divisor": divisor_control}, view=view)
+    widget = CourseWidget(
+        [d_k_control, divisor_control, label, view.image],
+        controls={"d_k": d_k_control, "divisor": divisor_control},
+        view=view,
+    )
     # For tests and curious learners: the runs shown, and the artists that change.
     widget.results, widget.artists, widget.label = results, artists, label
     return widget

@@ -26,8 +26,9 @@ _THETAS = np.linspace(0.0, 180.0, 181)
 def _vector(x, name: str) -> np.ndarray:
     arr = as_real_array(x, name).astype(float)
     if arr.shape != (2,):
-        raise ValueError(f"{name} must be a 2-D vector, two numbers like [1.0, 0.5]; "
-                         f"got shape {arr.shape}.")
+        raise ValueError(
+            f"{name} must be a 2-D vector, two numbers like [1.0, 0.5]; got shape {arr.shape}."
+        )
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or inf; it needs two finite numbers.")
     if not np.any(arr):
@@ -40,8 +41,9 @@ def _start(q, k):
     if q is None and k is None:
         return _DEFAULT_Q_DIRECTION, _DEFAULT_Q_LENGTH, _DEFAULT_K_LENGTH, _DEFAULT_ANGLE, 1.0
     if q is None or k is None:
-        raise ValueError("Pass q and k together (two 2-D vectors), or neither for the built-in "
-                         "example.")
+        raise ValueError(
+            "Pass q and k together (two 2-D vectors), or neither for the built-in example."
+        )
     q, k = _vector(q, "q"), _vector(k, "k")
     direction = float(np.degrees(np.arctan2(q[1], q[0])))
     cos = float(q @ k / (np.linalg.norm(q) * np.linalg.norm(k)))
@@ -75,16 +77,34 @@ def dot_product_explorer(q=None, k=None) -> CourseWidget:
     ax_v.set_title("q and k as arrows")
     ax_v.set_xlabel("first coordinate")
     ax_v.set_ylabel("second coordinate")
-    arrows = ax_v.quiver([0, 0], [0, 0], [1, 1], [0, 0], color=[plots.ACCENT, plots.SECOND],
-                         angles="xy", scale_units="xy", scale=1, width=0.02)
-    (shadow,) = ax_v.plot([], [], color=plots.THIRD, linewidth=5, alpha=0.7, solid_capstyle="butt",
-                          label="shadow of k on q's line: ‖k‖ cos θ")
+    arrows = ax_v.quiver(
+        [0, 0],
+        [0, 0],
+        [1, 1],
+        [0, 0],
+        color=[plots.ACCENT, plots.SECOND],
+        angles="xy",
+        scale_units="xy",
+        scale=1,
+        width=0.02,
+    )
+    (shadow,) = ax_v.plot(
+        [],
+        [],
+        color=plots.THIRD,
+        linewidth=5,
+        alpha=0.7,
+        solid_capstyle="butt",
+        label="shadow of k on q's line: ‖k‖ cos θ",
+    )
     (drop,) = ax_v.plot([], [], color="0.4", linestyle="--", linewidth=1)
     (arc,) = ax_v.plot([], [], color="0.2", linewidth=1)
-    q_label = ax_v.text(0, 0, "q", color=plots.ACCENT, fontsize=11, fontweight="bold",
-                        ha="center", va="center")
-    k_label = ax_v.text(0, 0, "k", color=plots.SECOND, fontsize=11, fontweight="bold",
-                        ha="center", va="center")
+    q_label = ax_v.text(
+        0, 0, "q", color=plots.ACCENT, fontsize=11, fontweight="bold", ha="center", va="center"
+    )
+    k_label = ax_v.text(
+        0, 0, "k", color=plots.SECOND, fontsize=11, fontweight="bold", ha="center", va="center"
+    )
     theta_label = ax_v.text(0, 0, "θ", fontsize=9, ha="center", va="center")
     ax_v.legend(loc="lower left", fontsize=7, frameon=False)
 
@@ -99,19 +119,29 @@ def dot_product_explorer(q=None, k=None) -> CourseWidget:
     ax_c.set_ylabel("q·k")
     (curve,) = ax_c.plot([], [], color=plots.ACCENT, linewidth=1.5)
     (point,) = ax_c.plot([], [], marker="o", markersize=8, color=plots.SECOND, linestyle="none")
-    readout = ax_c.text(0.97, 0.96, "", transform=ax_c.transAxes, ha="right", va="top",
-                        fontsize=9,
-                        bbox={"facecolor": "white", "edgecolor": "0.8", "alpha": 0.9})
+    readout = ax_c.text(
+        0.97,
+        0.96,
+        "",
+        transform=ax_c.transAxes,
+        ha="right",
+        va="top",
+        fontsize=9,
+        bbox={"facecolor": "white", "edgecolor": "0.8", "alpha": 0.9},
+    )
     view.animate(shadow, drop, arc, arrows, q_label, k_label, theta_label, curve, point, readout)
 
     # Learner vectors start exactly where they are: a slider keeps a value off its step
     # until it is moved.
-    angle = widgets.FloatSlider(value=angle0, min=0, max=180, step=1, description="θ (°)",
-                                readout_format=".0f")
-    q_length = widgets.FloatSlider(value=q_len, min=0.0, max=top, step=0.05,
-                                   description="‖q‖", readout_format=".2f")
-    k_length = widgets.FloatSlider(value=k_len, min=0.0, max=top, step=0.05,
-                                   description="‖k‖", readout_format=".2f")
+    angle = widgets.FloatSlider(
+        value=angle0, min=0, max=180, step=1, description="θ (°)", readout_format=".0f"
+    )
+    q_length = widgets.FloatSlider(
+        value=q_len, min=0.0, max=top, step=0.05, description="‖q‖", readout_format=".2f"
+    )
+    k_length = widgets.FloatSlider(
+        value=k_len, min=0.0, max=top, step=0.05, description="‖k‖", readout_format=".2f"
+    )
 
     def vectors():
         theta = np.radians(direction + side * angle.value)
@@ -147,9 +177,11 @@ def dot_product_explorer(q=None, k=None) -> CourseWidget:
     for control in (angle, q_length, k_length):
         control.observe(show, names="value")
     show()
-    widget = CourseWidget([widgets.HBox([angle, q_length, k_length]), view.image],
-                          controls={"angle": angle, "q_length": q_length, "k_length": k_length},
-                          view=view)
+    widget = CourseWidget(
+        [widgets.HBox([angle, q_length, k_length]), view.image],
+        controls={"angle": angle, "q_length": q_length, "k_length": k_length},
+        view=view,
+    )
     widget.readout, widget.arrows, widget.point = readout, arrows, point
     widget.vectors = vectors
     return widget

@@ -31,16 +31,16 @@ YOURS = "yours"
 
 DESCRIPTIONS = {
     "local": "Q = K = sinusoidal position codes: their dot product depends only on the "
-             "distance i − j and is largest at 0, so each query looks at its neighbours.",
+    "distance i − j and is largest at 0, so each query looks at its neighbours.",
     "vertical": "Every query is the same direction u, and only key 0 has it: every row "
-                "puts its weight on the first token (an attention sink).",
+    "puts its weight on the first token (an attention sink).",
     "horizontal": f"One-hot positions, so each query picks its own key, except query "
-                  f"{WIDE_QUERY}, which is the zero vector: all its scores are 0, its row "
-                  f"is uniform.",
+    f"{WIDE_QUERY}, which is the zero vector: all its scores are 0, its row "
+    f"is uniform.",
     "block": "One-hot of the segment (4 tokens each): a query scores its own segment's "
-             "keys high and all of them equally.",
+    "keys high and all of them equally.",
     "global": "Every query is the zero vector: every score is 0 and every row is "
-              "uniform, whatever the temperature.",
+    "uniform, whatever the temperature.",
     YOURS: "Your Q and K.",
 }
 
@@ -48,8 +48,10 @@ DESCRIPTIONS = {
 def _check_matrix(x, name: str) -> np.ndarray:
     arr = learner_array(x, name, ndim=2)
     if not MIN_TOKENS <= arr.shape[0] <= MAX_TOKENS:
-        raise ValueError(f"{name} has {arr.shape[0]} rows; the gallery shows "
-                         f"{MIN_TOKENS} to {MAX_TOKENS} tokens.")
+        raise ValueError(
+            f"{name} has {arr.shape[0]} rows; the gallery shows "
+            f"{MIN_TOKENS} to {MAX_TOKENS} tokens."
+        )
     if not 1 <= arr.shape[1] <= MAX_DIM:
         raise ValueError(f"{name} has {arr.shape[1]} columns; the gallery takes 1 to {MAX_DIM}.")
     return arr
@@ -63,11 +65,14 @@ def _check_inputs(n, Q, K) -> tuple[int, np.ndarray | None]:
     if Q is not None:
         Q, K = _check_matrix(Q, "Q"), _check_matrix(K, "K")
         if Q.shape != K.shape:
-            raise ValueError(f"Q and K must have the same shape (n tokens, d features) for a "
-                             f"square pattern; Q has {Q.shape}, K has {K.shape}.")
+            raise ValueError(
+                f"Q and K must have the same shape (n tokens, d features) for a "
+                f"square pattern; Q has {Q.shape}, K has {K.shape}."
+            )
         if n is not None and n != Q.shape[0]:
-            raise ValueError(f"n={n} disagrees with your Q and K, which have "
-                             f"{Q.shape[0]} rows; leave n out.")
+            raise ValueError(
+                f"n={n} disagrees with your Q and K, which have {Q.shape[0]} rows; leave n out."
+            )
         return Q.shape[0], SHARPNESS * (Q @ K.T)
     if n is None:
         return 12, None
@@ -105,22 +110,32 @@ def pattern_gallery(n=None, Q=None, K=None) -> CourseWidget:
     names = list(scores)
     log_n = float(np.log(n))
 
-    picker = widgets.ToggleButtons(options=names, value=names[0], description="pattern",
-                                   style={"button_width": "82px"})
-    slider = widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.02,
-                                    description="temperature T", readout_format=".2f",
-                                    style={"description_width": "initial"},
-                                    layout=widgets.Layout(width="420px"))
+    picker = widgets.ToggleButtons(
+        options=names, value=names[0], description="pattern", style={"button_width": "82px"}
+    )
+    slider = widgets.FloatLogSlider(
+        value=1.0,
+        base=10,
+        min=-1,
+        max=1,
+        step=0.02,
+        description="temperature T",
+        readout_format=".2f",
+        style={"description_width": "initial"},
+        layout=widgets.Layout(width="420px"),
+    )
     slider.example_values = [*TEMPERATURES, 1.0]  # for the latency benchmark (a log scale)
     note = widgets.HTML()
 
-    view = FigureView(ncols=2, figsize=(7.2, 3.3), dpi=80,
-                      gridspec_kw={"width_ratios": [1.25, 1.0]})
+    view = FigureView(
+        ncols=2, figsize=(7.2, 3.3), dpi=80, gridspec_kw={"width_ratios": [1.25, 1.0]}
+    )
     ax_w, ax_h = view.axes[0]
     W = softmax(scores[picker.value] / slider.value)
     H = row_entropy(W)
-    heat = plots.heatmap(W, ax_w, title="weights softmax(β Q Kᵀ / T)", vmin=0.0, vmax=1.0,
-                         annotate=False)
+    heat = plots.heatmap(
+        W, ax_w, title="weights softmax(β Q Kᵀ / T)", vmin=0.0, vmax=1.0, annotate=False
+    )
     ticks = range(0, n, 3 if n <= 15 else 4)
     ax_w.set_xticks(ticks, ticks)
     ax_w.set_yticks(ticks, ticks)
@@ -135,8 +150,16 @@ def pattern_gallery(n=None, Q=None, K=None) -> CourseWidget:
     ax_h.set_title("entropy of each row", fontsize=10, pad=14)
     ax_h.set_xlabel("nats")
     ax_h.set_ylabel("query")
-    status = ax_h.text(0.5, 1.015, _summary(W, H), transform=ax_h.transAxes, ha="center",
-                       va="bottom", fontsize=8, color=plots.ACCENT)
+    status = ax_h.text(
+        0.5,
+        1.015,
+        _summary(W, H),
+        transform=ax_h.transAxes,
+        ha="center",
+        va="bottom",
+        fontsize=8,
+        color=plots.ACCENT,
+    )
     view.animate(heat.image, bars, status)
 
     def show(change=None) -> None:
@@ -146,15 +169,19 @@ def pattern_gallery(n=None, Q=None, K=None) -> CourseWidget:
         for bar, width in zip(bars.patches, entropy, strict=True):
             bar.set_width(width)
         status.set_text(_summary(weights, entropy))
-        note.value = (f"<b>{html.escape(picker.value)}</b>: "
-                      f"{html.escape(DESCRIPTIONS[picker.value])}")
+        note.value = (
+            f"<b>{html.escape(picker.value)}</b>: {html.escape(DESCRIPTIONS[picker.value])}"
+        )
         view.redraw()
 
     picker.observe(show, names="value")
     slider.observe(show, names="value")
     show()
-    return CourseWidget([picker, slider, view.image, note],
-                        controls={"pattern": picker, "temperature": slider}, view=view)
+    return CourseWidget(
+        [picker, slider, view.image, note],
+        controls={"pattern": picker, "temperature": slider},
+        view=view,
+    )
 
 
 def _qk_t(name: str, n: int):

@@ -41,6 +41,7 @@ def _check_scores(scores) -> np.ndarray:
         )
     return arr
 
+
 def example_scores(d_k: int = DEFAULT_D_K, n_keys: int = DEFAULT_KEYS, seed: int = SEED):
     """One query dotted with ``n_keys`` keys, all entries ~ N(0, 1): scores of variance d_k."""
     rng = np.random.default_rng(seed)
@@ -60,8 +61,7 @@ def _divisor_html(s: np.ndarray, divisor: float, d_k: int) -> str:
         which = " = √d_k"
     else:
         which = ""
-    return (f"scores ÷ <b>{divisor:.2f}</b>{which}: they now run from {s.min():.1f} "
-            f"to {s.max():.1f}")
+    return f"scores ÷ <b>{divisor:.2f}</b>{which}: they now run from {s.min():.1f} to {s.max():.1f}"
 
 
 def scaling_strip(scores=None, d_k=None) -> CourseWidget:
@@ -93,33 +93,57 @@ def scaling_strip(scores=None, d_k=None) -> CourseWidget:
     n = s.size
     root = np.sqrt(d_k)
 
-    slider = widgets.FloatSlider(value=0.0, min=0.0, max=0.5, step=0.025,
-                                 description="divide by d_k^p,  p =", readout_format=".3f",
-                                 continuous_update=True,
-                                 style={"description_width": "initial"},
-                                 layout=widgets.Layout(width="420px"))
+    slider = widgets.FloatSlider(
+        value=0.0,
+        min=0.0,
+        max=0.5,
+        step=0.025,
+        description="divide by d_k^p,  p =",
+        readout_format=".3f",
+        continuous_update=True,
+        style={"description_width": "initial"},
+        layout=widgets.Layout(width="420px"),
+    )
     slider.example_values = list(EXPONENTS)
     ends = widgets.HTML(
-        f"p = 0: ÷ 1, the raw scores &nbsp;…&nbsp; p = 0.5: ÷ √d_k = ÷ {root:.2f} "
-        f"(d_k = {d_k})"
+        f"p = 0: ÷ 1, the raw scores &nbsp;…&nbsp; p = 0.5: ÷ √d_k = ÷ {root:.2f} (d_k = {d_k})"
     )
 
     label = widgets.HTML()
     view = FigureView(nrows=2, figsize=(7.0, 2.5), dpi=80)
     ax_w, ax_s = view.axes[:, 0]
     strip = plots.weight_strip(softmax(s), ax_w, xlabel="")
-    ax_w.set_title(f"softmax weights (uniform row: entropy log {n} = {np.log(n):.2f})",
-                   loc="left", fontsize=9)
+    ax_w.set_title(
+        f"softmax weights (uniform row: entropy log {n} = {np.log(n):.2f})", loc="left", fontsize=9
+    )
     ax_w.set_title("")  # weight_strip's centred title: the left one above replaces it
     ax_w.set_xticks([])
-    status = ax_w.text(1.0, 1.04, "", transform=ax_w.transAxes, ha="right", va="bottom",
-                       fontsize=9, fontweight="bold")
+    status = ax_w.text(
+        1.0,
+        1.04,
+        "",
+        transform=ax_w.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=9,
+        fontweight="bold",
+    )
     # The colours keep the raw scores' range, so the scores visibly fade as they shrink.
     limit = float(np.abs(s).max()) or 1.0
-    scores_strip = plots.heatmap(s, ax_s, cmap=plots.SIGNED_CMAP, vmin=-limit, vmax=limit,
-                                 annotate=False, colorbar=False, xlabel="key", ylabel="")
-    ax_s.set_title(r"scores ÷ $d_k^{\,p}$ (colours on the raw scores' scale)", loc="left",
-                   fontsize=9)
+    scores_strip = plots.heatmap(
+        s,
+        ax_s,
+        cmap=plots.SIGNED_CMAP,
+        vmin=-limit,
+        vmax=limit,
+        annotate=False,
+        colorbar=False,
+        xlabel="key",
+        ylabel="",
+    )
+    ax_s.set_title(
+        r"scores ÷ $d_k^{\,p}$ (colours on the raw scores' scale)", loc="left", fontsize=9
+    )
     ax_s.set_yticks([])
     view.animate(strip.image, *strip.texts, scores_strip.image, status)
 

@@ -31,6 +31,7 @@ def _check_scores(scores) -> np.ndarray:
         )
     return arr
 
+
 def _status(p: np.ndarray, J: np.ndarray) -> str:
     return f"max weight {p.max():.3f}    Jacobian norm ‖J‖ = {np.linalg.norm(J):.3f}"
 
@@ -52,11 +53,18 @@ def softmax_explorer(scores=None) -> CourseWidget:
     n = x.size
     labels = [f"k{j}" for j in range(n)]
 
-    slider = widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.02,
-                                    description="temperature T", readout_format=".2f",
-                                    continuous_update=True,
-                                    style={"description_width": "initial"},
-                                    layout=widgets.Layout(width="420px"))
+    slider = widgets.FloatLogSlider(
+        value=1.0,
+        base=10,
+        min=-1,
+        max=1,
+        step=0.02,
+        description="temperature T",
+        readout_format=".2f",
+        continuous_update=True,
+        style={"description_width": "initial"},
+        layout=widgets.Layout(width="420px"),
+    )
     # Values a learner would try, for the latency benchmark (which cannot guess a log scale).
     slider.example_values = [*TEMPERATURES, 1.0]
 
@@ -66,19 +74,36 @@ def softmax_explorer(scores=None) -> CourseWidget:
     J = softmax_jacobian(p)
 
     # Each key's score sits under its bar, so the title stays short for any learner data.
-    bars = plots.bars(p, ax_p, labels=[f"{k}\n{v:.2g}" for k, v in zip(labels, x, strict=True)],
-                      title="weights softmax(x / T)", ylabel="weight", ylim=(0, 1.12))
+    bars = plots.bars(
+        p,
+        ax_p,
+        labels=[f"{k}\n{v:.2g}" for k, v in zip(labels, x, strict=True)],
+        title="weights softmax(x / T)",
+        ylabel="weight",
+        ylim=(0, 1.12),
+    )
     ax_p.axhline(1 / n, color="grey", lw=0.8, ls=":")
     ax_p.set_xlabel("key and its score x  (dotted: uniform weight 1/n)", fontsize=8)
     ax_p.tick_params(axis="x", labelsize=8 if n <= 5 else 7)
     ax_p.title.set_fontsize(9)
-    status = ax_p.text(0.02, 0.97, _status(p, J), transform=ax_p.transAxes, ha="left",
-                       va="top", fontsize=8)
+    status = ax_p.text(
+        0.02, 0.97, _status(p, J), transform=ax_p.transAxes, ha="left", va="top", fontsize=8
+    )
 
-    heat = plots.heatmap(J, ax_j, title=r"Jacobian $\partial p_i / \partial z_j$,  z = x / T",
-                         xlabel="j (score)", ylabel="i (weight)", row_labels=labels,
-                         col_labels=labels, cmap=plots.SIGNED_CMAP, vmin=-JACOBIAN_LIMIT,
-                         vmax=JACOBIAN_LIMIT, annotate=n * n <= ANNOTATE_UP_TO, fmt="{:.2f}")
+    heat = plots.heatmap(
+        J,
+        ax_j,
+        title=r"Jacobian $\partial p_i / \partial z_j$,  z = x / T",
+        xlabel="j (score)",
+        ylabel="i (weight)",
+        row_labels=labels,
+        col_labels=labels,
+        cmap=plots.SIGNED_CMAP,
+        vmin=-JACOBIAN_LIMIT,
+        vmax=JACOBIAN_LIMIT,
+        annotate=n * n <= ANNOTATE_UP_TO,
+        fmt="{:.2f}",
+    )
     ax_j.title.set_fontsize(9)
     view.animate(bars, heat.image, *heat.texts, status)
 

@@ -37,21 +37,28 @@ def _check_inputs(Q, K, V, tokens):
     given = [name for name, x in (("Q", Q), ("K", K), ("V", V)) if x is not None]
     if given and len(given) < 3:
         missing = [name for name in ("Q", "K", "V") if name not in given]
-        raise ValueError(f"Pass Q, K and V together (missing: {', '.join(missing)}), or none "
-                         "of them for the built-in example.")
+        raise ValueError(
+            f"Pass Q, K and V together (missing: {', '.join(missing)}), or none "
+            "of them for the built-in example."
+        )
     if not given:
         default_tokens, Q, K, V = tiny_example()
         tokens = default_tokens if tokens is None else tokens
     Q, K, V = _matrix(Q, "Q"), _matrix(K, "K"), _matrix(V, "V")
     if Q.shape[1] != K.shape[1]:
-        raise ValueError(f"Q and K must have the same number of columns d_k, but Q is {Q.shape} "
-                         f"and K is {K.shape}.")
+        raise ValueError(
+            f"Q and K must have the same number of columns d_k, but Q is {Q.shape} "
+            f"and K is {K.shape}."
+        )
     if V.shape[0] != K.shape[0]:
-        raise ValueError(f"V needs one row per key: K has {K.shape[0]} rows but V has "
-                         f"{V.shape[0]}.")
+        raise ValueError(
+            f"V needs one row per key: K has {K.shape[0]} rows but V has {V.shape[0]}."
+        )
     if max(Q.shape[0], K.shape[0]) > _MAX_TOKENS:
-        raise ValueError(f"Q and K may have at most {_MAX_TOKENS} rows each here, so the heatmap "
-                         f"stays readable; got {Q.shape[0]} and {K.shape[0]}.")
+        raise ValueError(
+            f"Q and K may have at most {_MAX_TOKENS} rows each here, so the heatmap "
+            f"stays readable; got {Q.shape[0]} and {K.shape[0]}."
+        )
     if V.shape[1] > _MAX_D_V:
         raise ValueError(f"V may have at most {_MAX_D_V} columns here; got {V.shape[1]}.")
     n_q, n_k = Q.shape[0], K.shape[0]
@@ -60,8 +67,9 @@ def _check_inputs(Q, K, V, tokens):
         queries = [f"q{i}" for i in range(n_q)]
     else:
         if isinstance(tokens, str) or len(tokens) != n_k:
-            raise ValueError(f"tokens must be a list of {n_k} labels, one per key (row of K); "
-                             f"got {tokens!r}.")
+            raise ValueError(
+                f"tokens must be a list of {n_k} labels, one per key (row of K); got {tokens!r}."
+            )
         keys = [str(t) for t in tokens]
         queries = keys if n_q == n_k else [f"q{i}" for i in range(n_q)]
     return Q, K, V, queries, keys
@@ -84,20 +92,41 @@ def formula_explorer(Q=None, K=None, V=None, tokens=None) -> CourseWidget:
 
     view = FigureView(ncols=2, figsize=(7.0, 3.0), gridspec_kw={"width_ratios": [1.0, 1.1]})
     ax_w, ax_o = view.axes[0]
-    heat = plots.heatmap(softmax(raw * default_scale), ax_w, row_labels=queries, col_labels=keys,
-                         title="weights = softmax(scale · Q Kᵀ)", vmin=0.0, vmax=1.0,
-                         annotate=n_q * n_k <= _ANNOTATE_CELLS)
+    heat = plots.heatmap(
+        softmax(raw * default_scale),
+        ax_w,
+        row_labels=queries,
+        col_labels=keys,
+        title="weights = softmax(scale · Q Kᵀ)",
+        vmin=0.0,
+        vmax=1.0,
+        annotate=n_q * n_k <= _ANNOTATE_CELLS,
+    )
     frame = Rectangle((-0.5, -0.5), n_k, 1, fill=False, edgecolor=plots.SECOND, linewidth=2.5)
     ax_w.add_patch(frame)
 
     columns = np.arange(d_v)
-    bars = ax_o.bar(columns, np.zeros(d_v), width=0.5, color=plots.ACCENT, alpha=0.75,
-                    label="output (framed query)")
+    bars = ax_o.bar(
+        columns,
+        np.zeros(d_v),
+        width=0.5,
+        color=plots.ACCENT,
+        alpha=0.75,
+        label="output (framed query)",
+    )
     marks = []
     for j in range(n_k):
         colour = _VALUE_COLOURS[j % len(_VALUE_COLOURS)]
-        marks += ax_o.plot(columns, V[j], linestyle="none", marker="_", markersize=14,
-                           markeredgewidth=2.5, color=colour, label=f"value of '{keys[j]}'")
+        marks += ax_o.plot(
+            columns,
+            V[j],
+            linestyle="none",
+            marker="_",
+            markersize=14,
+            markeredgewidth=2.5,
+            color=colour,
+            label=f"value of '{keys[j]}'",
+        )
     low, high = min(float(V.min()), 0.0), max(float(V.max()), 0.0)
     pad = 0.12 * (high - low or 1.0)
     ax_o.set_ylim(low - pad, high + pad)
@@ -111,12 +140,22 @@ def formula_explorer(Q=None, K=None, V=None, tokens=None) -> CourseWidget:
     # over the bars (animated artists are drawn after the still background).
     view.animate(heat.image, *heat.texts, frame, bars, *marks)
 
-    scale = widgets.FloatSlider(value=default_scale, min=0.0, max=2.0, step=0.05,
-                                description="scale", readout_format=".2f", continuous_update=True,
-                                layout=widgets.Layout(width="360px"))
-    query = widgets.ToggleButtons(options=[(label, i) for i, label in enumerate(queries)],
-                                  value=0, description="query",
-                                  style={"button_width": "60px"})
+    scale = widgets.FloatSlider(
+        value=default_scale,
+        min=0.0,
+        max=2.0,
+        step=0.05,
+        description="scale",
+        readout_format=".2f",
+        continuous_update=True,
+        layout=widgets.Layout(width="360px"),
+    )
+    query = widgets.ToggleButtons(
+        options=[(label, i) for i, label in enumerate(queries)],
+        value=0,
+        description="query",
+        style={"button_width": "60px"},
+    )
     readout = widgets.HTML()
 
     def show(_change=None) -> None:
@@ -140,7 +179,10 @@ def formula_explorer(Q=None, K=None, V=None, tokens=None) -> CourseWidget:
     scale.observe(show, names="value")
     query.observe(show, names="value")
     show()
-    widget = CourseWidget([widgets.HBox([scale, query]), view.image, readout],
-                          controls={"scale": scale, "query": query}, view=view)
+    widget = CourseWidget(
+        [widgets.HBox([scale, query]), view.image, readout],
+        controls={"scale": scale, "query": query},
+        view=view,
+    )
     widget.heat, widget.bars, widget.frame, widget.readout = heat, bars, frame, readout
     return widget

@@ -46,11 +46,9 @@ def _size_problem(arr: np.ndarray, name: str) -> str | None:
 def _shape_problem(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> str | None:
     """The first way Q, K and V do not fit together, in words, or None."""
     if K.shape[1] != Q.shape[1]:
-        return (f"K needs the same number of columns as Q (d_k = {Q.shape[1]}); "
-                f"it has {K.shape[1]}.")
+        return f"K needs the same number of columns as Q (d_k = {Q.shape[1]}); it has {K.shape[1]}."
     if V.shape[0] != K.shape[0]:
-        return (f"V needs one row per key: K has {K.shape[0]} rows, "
-                f"V has {V.shape[0]}.")
+        return f"V needs one row per key: K has {K.shape[0]} rows, V has {V.shape[0]}."
     return None
 
 
@@ -61,8 +59,9 @@ def _check_labels(labels, n_k: int) -> list[str]:
         raise TypeError("labels must be a list of names, one per token, not a single string.")
     labels = [str(label) for label in labels]
     if len(labels) != n_k:
-        raise ValueError(f"labels must name each of the {n_k} tokens (rows of K and V); "
-                         f"got {len(labels)} names.")
+        raise ValueError(
+            f"labels must name each of the {n_k} tokens (rows of K and V); got {len(labels)} names."
+        )
     return labels
 
 
@@ -90,8 +89,10 @@ def parse_matrix(text: str, name: str):
                 return None, f"{name}, row {i + 1}: use finite numbers (no nan or inf)."
             numbers.append(number)
         if values and len(numbers) != len(values[0]):
-            return None, (f"{name}: every row needs the same number of entries; row 1 has "
-                          f"{len(values[0])}, row {i + 1} has {len(numbers)}.")
+            return None, (
+                f"{name}: every row needs the same number of entries; row 1 has "
+                f"{len(values[0])}, row {i + 1} has {len(numbers)}."
+            )
         values.append(numbers)
     matrix = np.array(values, dtype=np.float64)
     problem = _size_problem(matrix, name)
@@ -127,23 +128,44 @@ class _Panels:
 
         ax_raw, ax_scaled, ax_w, ax_out = view.axes[0]
         lim = 1.15 * float(np.abs(self.raw).max()) or 1.0
-        self.raw_bars = plots.bars(self.raw[0], ax_raw, labels=labels, title="raw scores q·k",
-                                   ylabel="score", ylim=(-lim, lim))
-        self.scaled_bars = plots.bars(self.scaled[0], ax_scaled, labels=labels,
-                                      title=f"scaled: ÷ √{d_k} = {np.sqrt(d_k):.2f}",
-                                      ylim=(-lim, lim))
-        self.weight_bars = plots.bars(self.weights[0], ax_w, labels=labels,
-                                      title="weights (sum to 1)", color=plots.THIRD,
-                                      ylim=(0, 1.18))
-        self.weight_texts = [ax_w.text(j, 0, "", ha="center", va="bottom", fontsize=7)
-                             for j in range(n_k)]
+        self.raw_bars = plots.bars(
+            self.raw[0],
+            ax_raw,
+            labels=labels,
+            title="raw scores q·k",
+            ylabel="score",
+            ylim=(-lim, lim),
+        )
+        self.scaled_bars = plots.bars(
+            self.scaled[0],
+            ax_scaled,
+            labels=labels,
+            title=f"scaled: ÷ √{d_k} = {np.sqrt(d_k):.2f}",
+            ylim=(-lim, lim),
+        )
+        self.weight_bars = plots.bars(
+            self.weights[0],
+            ax_w,
+            labels=labels,
+            title="weights (sum to 1)",
+            color=plots.THIRD,
+            ylim=(0, 1.18),
+        )
+        self.weight_texts = [
+            ax_w.text(j, 0, "", ha="center", va="bottom", fontsize=7) for j in range(n_k)
+        ]
 
         lo, hi = V.min(axis=0), V.max(axis=0)
         pad = 0.1 * float(max(hi.max() - lo.min(), 1e-9))
         ax_out.bar(range(d_v), hi - lo, bottom=lo, width=0.8, color="0.85")
-        self.out_bars = plots.bars(self.out[0], ax_out, labels=range(d_v),
-                                   title="output z (grey: V's range)", color=plots.SECOND,
-                                   ylim=(min(lo.min(), 0) - pad, max(hi.max(), 0) + pad))
+        self.out_bars = plots.bars(
+            self.out[0],
+            ax_out,
+            labels=range(d_v),
+            title="output z (grey: V's range)",
+            color=plots.SECOND,
+            ylim=(min(lo.min(), 0) - pad, max(hi.max(), 0) + pad),
+        )
         for bar in self.out_bars.patches:
             bar.set_width(0.5)
             bar.set_x(bar.get_x() + 0.15)
@@ -157,12 +179,17 @@ class _Panels:
             ax.tick_params(labelsize=7)
         if d_v > 8:
             ax_out.tick_params(axis="x", labelsize=6)
-        view.animate(self.raw_bars, self.scaled_bars, self.weight_bars, self.out_bars,
-                     *self.weight_texts)
+        view.animate(
+            self.raw_bars, self.scaled_bars, self.weight_bars, self.out_bars, *self.weight_texts
+        )
 
     def show(self, i: int) -> None:
-        for bars, heights in ((self.raw_bars, self.raw[i]), (self.scaled_bars, self.scaled[i]),
-                              (self.weight_bars, self.weights[i]), (self.out_bars, self.out[i])):
+        for bars, heights in (
+            (self.raw_bars, self.raw[i]),
+            (self.scaled_bars, self.scaled[i]),
+            (self.weight_bars, self.weights[i]),
+            (self.out_bars, self.out[i]),
+        ):
             for bar, h in zip(bars.patches, heights, strict=True):
                 bar.set_height(h)
         for j, (text, w) in enumerate(zip(self.weight_texts, self.weights[i], strict=True)):
@@ -178,8 +205,10 @@ class _Panels:
             cells = "".join(f"<td>{v:.3f}</td>" for v in values)
             return f"<tr><th style='text-align:left'>{title}</th>{cells}</tr>"
 
-        terms = " + ".join(f"{w:.2f}·v<sub>{html.escape(k)}</sub>"
-                           for w, k in zip(self.weights[i], self.labels, strict=True))
+        terms = " + ".join(
+            f"{w:.2f}·v<sub>{html.escape(k)}</sub>"
+            for w, k in zip(self.weights[i], self.labels, strict=True)
+        )
         out = ", ".join(f"{z:.3f}" for z in self.out[i])
         return (
             f"<b>query {name}</b>"
@@ -224,8 +253,10 @@ def qkv_explorer(Q=None, K=None, V=None, labels=None) -> CourseWidget:
     given = [x is not None for x in (Q, K, V)]
     if any(given) and not all(given):
         missing = ", ".join(n for n, g in zip("QKV", given, strict=True) if not g)
-        raise ValueError(f"Give Q, K and V together (missing: {missing}), or none of them "
-                         "for the built-in example.")
+        raise ValueError(
+            f"Give Q, K and V together (missing: {missing}), or none of them "
+            "for the built-in example."
+        )
     if Q is None:
         from ..data import worked_example
 
@@ -241,18 +272,28 @@ def qkv_explorer(Q=None, K=None, V=None, labels=None) -> CourseWidget:
     state = {"view": _new_view(), "busy": False}
     state["panels"] = _Panels(state["view"], Q, K, V, labels)
     pick = widgets.ToggleButtons(
-        options=[(n, i) for i, n in enumerate(state["panels"].query_labels)], value=0,
-        description="query", style={"button_width": "52px"},
+        options=[(n, i) for i, n in enumerate(state["panels"].query_labels)],
+        value=0,
+        description="query",
+        style={"button_width": "52px"},
     )
     numbers = widgets.HTML()
-    boxes = {name: widgets.Textarea(value=format_matrix(M), description=name, rows=5,
-                                    layout=widgets.Layout(width="32%"),
-                                    style={"description_width": "18px"})
-             for name, M in (("Q", Q), ("K", K), ("V", V))}
-    apply = widgets.Button(description="Apply", tooltip="Use the matrices typed above",
-                           button_style="info")
-    message = widgets.HTML("Type your own Q, K, V (one row per line, or rows split by ;) "
-                           "and press Apply.")
+    boxes = {
+        name: widgets.Textarea(
+            value=format_matrix(M),
+            description=name,
+            rows=5,
+            layout=widgets.Layout(width="32%"),
+            style={"description_width": "18px"},
+        )
+        for name, M in (("Q", Q), ("K", K), ("V", V))
+    }
+    apply = widgets.Button(
+        description="Apply", tooltip="Use the matrices typed above", button_style="info"
+    )
+    message = widgets.HTML(
+        "Type your own Q, K, V (one row per line, or rows split by ;) and press Apply."
+    )
 
     def show(change=None) -> None:
         if state["busy"]:
@@ -293,8 +334,13 @@ def qkv_explorer(Q=None, K=None, V=None, labels=None) -> CourseWidget:
     apply.on_click(use_typed)
     show()
     widget = CourseWidget(
-        [pick, state["view"].image, numbers, widgets.HBox(list(boxes.values())),
-         widgets.HBox([apply, message])],
+        [
+            pick,
+            state["view"].image,
+            numbers,
+            widgets.HBox(list(boxes.values())),
+            widgets.HBox([apply, message]),
+        ],
         controls={"query": pick},
         view=state["view"],
     )

@@ -57,8 +57,7 @@ def _raw_limit(largest_d_k: int) -> float:
     return float(max(10.0, np.ceil(3.5 * np.sqrt(largest_d_k) / 10.0) * 10.0))
 
 
-def variance_explorer(d_ks=None, *, n_samples: int = 10_000, dist: str = "normal",
-                      seed: int = 2):
+def variance_explorer(d_ks=None, *, n_samples: int = 10_000, dist: str = "normal", seed: int = 2):
     """Two histograms of q·k for a d_k chosen with a slider: raw, and divided by √d_k.
 
     ``d_ks``: the d_k values on the slider (whole numbers from 1 to 4096; default the
@@ -76,8 +75,9 @@ def variance_explorer(d_ks=None, *, n_samples: int = 10_000, dist: str = "normal
     d_ks = _check_d_ks(d_ks)
     n_samples = _check_n_samples(n_samples)
     if dist not in DISTRIBUTIONS:
-        raise ValueError(f"dist must be one of {', '.join(map(repr, DISTRIBUTIONS))}, "
-                         f"got {dist!r}.")
+        raise ValueError(
+            f"dist must be one of {', '.join(map(repr, DISTRIBUTIONS))}, got {dist!r}."
+        )
 
     # Everything the slider shows is computed here, once.
     samples = samples_by_dk(d_ks, n_samples, np.random.default_rng(seed), dist)
@@ -99,32 +99,53 @@ def variance_explorer(d_ks=None, *, n_samples: int = 10_000, dist: str = "normal
     view = FigureView(ncols=2, figsize=(7.6, 3.0), dpi=80)
     ax_raw, ax_scaled = view.axes[0]
     first = d_ks[0]
-    raw_hist = plots.histogram(samples[first], ax_raw, bins=RAW_BINS,
-                               range=(-raw_limit, raw_limit), density=False,
-                               title="raw scores q·k", xlabel="q·k")
+    raw_hist = plots.histogram(
+        samples[first],
+        ax_raw,
+        bins=RAW_BINS,
+        range=(-raw_limit, raw_limit),
+        density=False,
+        title="raw scores q·k",
+        xlabel="q·k",
+    )
     ax_raw.set_ylabel("count / largest count")
     ax_raw.set_xlim(-raw_limit, raw_limit)
     ax_raw.set_ylim(0, 1.25)
     band = ax_raw.axvspan(-1.0, 1.0, color=plots.SECOND, alpha=0.18, linewidth=0)
     raw_text = ax_raw.text(0.03, 0.95, "", transform=ax_raw.transAxes, va="top", fontsize=9)
 
-    scaled_hist = plots.histogram(samples[first] / np.sqrt(first), ax_scaled, bins=SCALED_BINS,
-                                  range=(-SCALED_LIMIT, SCALED_LIMIT),
-                                  title="scaled scores q·k / √d_k", xlabel="q·k / √d_k")
+    scaled_hist = plots.histogram(
+        samples[first] / np.sqrt(first),
+        ax_scaled,
+        bins=SCALED_BINS,
+        range=(-SCALED_LIMIT, SCALED_LIMIT),
+        title="scaled scores q·k / √d_k",
+        xlabel="q·k / √d_k",
+    )
     x = np.linspace(-SCALED_LIMIT, SCALED_LIMIT, 300)
-    ax_scaled.plot(x, np.exp(-0.5 * x**2) / np.sqrt(2 * np.pi), color=plots.SECOND,
-                   linewidth=1.2, label="normal, std 1")
+    ax_scaled.plot(
+        x,
+        np.exp(-0.5 * x**2) / np.sqrt(2 * np.pi),
+        color=plots.SECOND,
+        linewidth=1.2,
+        label="normal, std 1",
+    )
     ax_scaled.legend(loc="upper right", fontsize=8)
     ax_scaled.set_xlim(-SCALED_LIMIT, SCALED_LIMIT)
     ax_scaled.set_ylim(0, SCALED_TOP)
-    scaled_text = ax_scaled.text(0.03, 0.95, "", transform=ax_scaled.transAxes, va="top",
-                                 fontsize=9)
+    scaled_text = ax_scaled.text(
+        0.03, 0.95, "", transform=ax_scaled.transAxes, va="top", fontsize=9
+    )
 
     view.animate(raw_hist.patch, band, raw_text, scaled_hist.patch, scaled_text)
 
-    slider = widgets.SelectionSlider(options=list(d_ks), value=first, description="d_k",
-                                     continuous_update=True,
-                                     layout=widgets.Layout(width="420px"))
+    slider = widgets.SelectionSlider(
+        options=list(d_ks),
+        value=first,
+        description="d_k",
+        continuous_update=True,
+        layout=widgets.Layout(width="420px"),
+    )
 
     def show(d: int) -> None:
         frame = frames[d]

@@ -142,8 +142,10 @@ def _wait_until_up(server: LabServer) -> None:
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
         time.sleep(0.2)  # polling a server that is starting; nothing to wait on instead
-    pytest.fail(f"JupyterLab did not answer {url} within {SERVER_START_TIMEOUT} s.\n"
-                f"Its log:\n{server.log_tail()}")
+    pytest.fail(
+        f"JupyterLab did not answer {url} within {SERVER_START_TIMEOUT} s.\n"
+        f"Its log:\n{server.log_tail()}"
+    )
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -167,7 +169,9 @@ def lab(tmp_path_factory) -> LabServer:
     token = secrets.token_hex(24)
     port = free_port()
     command = [
-        lab_python(), "-m", "jupyterlab",
+        lab_python(),
+        "-m",
+        "jupyterlab",
         "--no-browser",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
@@ -182,8 +186,12 @@ def lab(tmp_path_factory) -> LabServer:
     log = base / "jupyterlab.log"
     with log.open("wb") as log_file:
         process = subprocess.Popen(
-            command, cwd=base, env=env, stdin=subprocess.DEVNULL,
-            stdout=log_file, stderr=subprocess.STDOUT,
+            command,
+            cwd=base,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
         )
     server = LabServer(port=port, token=token, root=root, log=log, process=process)
     try:

@@ -131,8 +131,9 @@ def _wait_for_new_picture(page: Page, cell: Locator, before: list[str], what: st
         changed = False
     else:
         changed = True
-    assert changed, (f"{what} did not change the widget's picture "
-                     f"within {WIDGET_TIMEOUT / 1000:.0f} s")
+    assert changed, (
+        f"{what} did not change the widget's picture within {WIDGET_TIMEOUT / 1000:.0f} s"
+    )
 
 
 def _wait_until_run(page: Page, executed: list[bool]) -> None:
@@ -153,8 +154,12 @@ def _wait_until_run(page: Page, executed: list[bool]) -> None:
             return failed
                 || executed.every((must, i) => !must || /^\\[\\d+\\]:$/.test(prompts[i]));
         }""",
-        arg=[f"{NOTEBOOK} .jp-CodeCell .jp-InputPrompt", EXECUTION_INDICATOR, STDERR_OUTPUT,
-             executed],
+        arg=[
+            f"{NOTEBOOK} .jp-CodeCell .jp-InputPrompt",
+            EXECUTION_INDICATOR,
+            STDERR_OUTPUT,
+            executed,
+        ],
         timeout=RUN_ALL_TIMEOUT,
         polling=100,
     )
@@ -265,14 +270,19 @@ def test_widgets_render_and_respond(name, lab, page):
     # c. No error outputs; every widget rendered, with a picture that loaded.
     outputs = page.locator(f"{NOTEBOOK} .jp-OutputArea-output").all_inner_texts()
     stderr = page.locator(f"{NOTEBOOK} {STDERR_OUTPUT}").all_inner_texts()
-    errors = list(dict.fromkeys(  # an error output is also a stderr output: list it once
-        [text for text in outputs if ERROR_OUTPUT.search(text)]
-        + [text for text in stderr if "Error" in text or "Traceback" in text]
-    ))
+    errors = list(
+        dict.fromkeys(  # an error output is also a stderr output: list it once
+            [text for text in outputs if ERROR_OUTPUT.search(text)]
+            + [text for text in stderr if "Error" in text or "Traceback" in text]
+        )
+    )
     assert not errors, f"{name}: error output after Run All:\n" + "\n---\n".join(errors)
     prompts = page.locator(f"{NOTEBOOK} .jp-CodeCell .jp-InputPrompt").all_inner_texts()
-    not_run = [i for i, (must, p) in enumerate(zip(executed, prompts, strict=True))
-               if must and not re.fullmatch(r"\[\d+\]:", p.strip())]
+    not_run = [
+        i
+        for i, (must, p) in enumerate(zip(executed, prompts, strict=True))
+        if must and not re.fullmatch(r"\[\d+\]:", p.strip())
+    ]
     assert not not_run, f"{name}: code cells {not_run} did not run"
 
     n_sliders = n_choices = 0
@@ -291,8 +301,9 @@ def test_widgets_render_and_respond(name, lab, page):
 
         # e. The lesson's first widget as it first appears, for the README.
         if number == 0:
-            box = _screenshot(page, cell.locator(WIDGET_VIEW).first,
-                              SCREENSHOTS / f"{Path(name).stem}.png")
+            box = _screenshot(
+                page, cell.locator(WIDGET_VIEW).first, SCREENSHOTS / f"{Path(name).stem}.png"
+            )
             assert 0 < box["width"] <= MAX_SCREENSHOT_WIDTH and box["height"] > 0
 
         # d. Every slider, moved with the keyboard, redraws the picture.
@@ -317,14 +328,16 @@ def test_widgets_render_and_respond(name, lab, page):
                 _wait_for_new_picture(page, cell, before, f"{where}: a dropdown")
                 n_choices += 1
 
-
     # No errors in the browser console while all this happened.
     console = [message for message in log.console_errors if not _benign(message)]
     assert not log.page_errors, f"{name}: uncaught errors in the page:\n" + "\n".join(
-        log.page_errors)
+        log.page_errors
+    )
     assert not console, f"{name}: errors in the browser console:\n" + "\n".join(console)
-    print(f"{name}: {len(widget_cells)} widget(s), {n_sliders} slider(s) moved, "
-          f"{n_choices} toggle/dropdown choice(s) made")
+    print(
+        f"{name}: {len(widget_cells)} widget(s), {n_sliders} slider(s) moved, "
+        f"{n_choices} toggle/dropdown choice(s) made"
+    )
 
 
 def _benign(message: str) -> bool:
