@@ -2,21 +2,29 @@
 # Both build the pinned course environment in .venv first (`make env`).
 
 PYTHON ?= python3
-VENV   ?= .venv
+# Another Python gets an environment of its own: `make test PYTHON=python3.13` builds
+# .venv-3.13 and leaves .venv alone.
+VENV   ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(patsubst python%,%,$(notdir $(PYTHON))))
 PORT   ?= 8888
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.attnlab-env
-EXTRAS := lab,test,grading,browser,binder
+EXTRAS ?= lab,test,grading,browser,binder
+STAMP  := $(VENV)/.attnlab-env-$(EXTRAS)
+# pyenv installs several Pythons but puts only one on PATH; when the command itself
+# does not run, take the newest matching interpreter from pyenv's versions.
+PYTHON_EXE := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null || \
+  ls -d $$(pyenv root 2>/dev/null)/versions/*/bin/$(PYTHON) 2>/dev/null | sort -V | tail -n 1)
 PYTEST := $(BIN)/python -m pytest
 # Jupyter refuses to run as root unless told; CI and containers run as root.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help env lab test test-browser lint unit nbval notebooks bench lock clean release autograde feedback
+.PHONY: help env lab test test-browser test-cpus lint unit nbval notebooks bench lock clean release autograde feedback
 
 help:
 	@echo "make lab     start JupyterLab at the first lesson (builds .venv if needed)"
 	@echo "make test    lint, unit and property tests, every notebook under nbval"
 	@echo "make test-browser  every widget in a real Chromium (needs Debian's chromium package)"
+	@echo "make test-cpus  every notebook under nbval with other BLAS kernels, one BLAS thread,"
+	@echo "                NumPy's widest SIMD off, and Python 3.10 and 3.13"
 	@echo "make env     build or update only the course environment in $(VENV)"
 	@echo "make bench   speed and memory benchmarks (results in bench/results/)"
 	@echo "make release    instructors: student versions of every lesson under release/"
@@ -27,9 +35,10 @@ help:
 env: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
+	@test -n "$(PYTHON_EXE)" || { echo "Could not run $(PYTHON); is it installed?"; exit 1; }
+	@$(PYTHON_EXE) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
 	  { echo "attnlab needs Python 3.10 or newer; try: make $(MAKECMDGOALS) PYTHON=python3.11"; exit 1; }
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || \
+	@test -x $(BIN)/python || $(PYTHON_EXE) -m venv $(VENV) || \
 	  { echo "Could not create $(VENV). On Debian or Ubuntu: sudo apt-get install python3-venv"; exit 1; }
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=23.1"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[$(EXTRAS)]"
@@ -74,6 +83,17 @@ nbval: env
 test-browser: env
 	@$(PYTEST) tests/browser || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no browser tests were collected"; exit $$rc; }
 
+# The saved outputs must hold on any CPU: the same strict nbval with other arithmetic
+# underneath, then with the oldest and the newest Python the lock covers, each in its
+# own environment (only what the lessons need).
+OTHER_PYTHONS := 3.10 3.13
+test-cpus: env
+	$(BIN)/python tools/other_cpus.py
+	@for v in $(OTHER_PYTHONS); do \
+	  echo "=== Python $$v"; \
+	  $(MAKE) --no-print-directory nbval PYTHON=python$$v EXTRAS=lab,test || exit 1; \
+	done
+
 notebooks: env
 	$(BIN)/python tools/run_notebooks.py
 
@@ -84,4 +104,4 @@ lock:
 	$(PYTHON) tools/lock.py
 
 clean:
-	rm -rf $(VENV) bench/results .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-3.* bench/results .pytest_cache .hypothesis

@@ -5,6 +5,8 @@ The gradient checks compare the hand-derived backward pass of the whole model wi
 central differences, in float64, on a tiny instance. Training tests use short runs.
 """
 
+import dataclasses
+
 import matplotlib
 import numpy as np
 import pytest
@@ -266,6 +268,42 @@ def test_tables_and_figures(short_runs, capsys):
     fig = lesson.plot_divisor_summary(short_runs)
     assert len(fig.axes[0].get_legend().get_texts()) == 2
     matplotlib.pyplot.close("all")
+
+
+def _with(run, **changes):
+    """A copy of a Run with some of its curves replaced (to contradict a claim)."""
+    return dataclasses.replace(run, **changes)
+
+
+def test_claims_hold_on_the_lessons_runs_and_each_one_can_fail(short_runs):
+    # Three sizes: the claims compare the smallest, the middle and the largest d_k.
+    runs = dict(short_runs)
+    runs.update(lesson.run_ablation(d_ks=(256,), divisors=("1", "√d_k"), seeds=(0, 1), steps=80))
+    texts = [c.text for c in lesson.claims(runs)]
+    assert len(texts) == 4  # the two about divisors need all four divisors
+    # Each claim is a real test: a run that contradicts it turns it to False.
+    scaled, raw = runs[(256, "√d_k")], runs[(256, "1")]
+    slow = _with(scaled, accuracy=np.zeros_like(scaled.accuracy))
+    same = _with(raw, final_accuracy=scaled.final_accuracy.copy())
+    shaky = _with(runs[(16, "1")], final_accuracy=np.array([0.5, 1.0]))
+    early = _with(runs[(64, "1")], accuracy=np.ones_like(runs[(64, "1")].accuracy))
+    for key, broken, index in [
+        ((16, "1"), shaky, 0),
+        ((64, "1"), early, 1),
+        ((256, "√d_k"), slow, 2),
+        ((256, "1"), same, 3),
+    ]:
+        claims = lesson.claims({**runs, key: broken})
+        assert not claims[index].holds, texts[index]
+
+
+def test_claims_print_a_mark_for_each(short_runs, capsys):
+    runs = dict(short_runs)
+    runs[(256, "1")], runs[(256, "√d_k")] = runs[(64, "1")], runs[(64, "√d_k")]
+    lesson.print_claims(runs)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4
+    assert all(line.startswith(("✓ ", "✗ (not on this run) ")) for line in lines)
 
 
 # --------------------------------------------------- exercise: softmax_backward

@@ -95,10 +95,13 @@ def test_goals_and_check_yourself(nb):
 
 
 def test_nbval_ignore_output_says_why(nb):
+    # The reason lives in the cell's metadata, where maintainers find it, and not in the
+    # code a learner reads; a cell whose output is not compared must say why.
     for cell in code_cells(nb):
+        assert "nbval-ignore-output" not in cell.source, cell.source[:80]
         if "nbval-ignore-output" in cell.metadata.get("tags", []):
-            first = cell.source.splitlines()[0] if cell.source else ""
-            assert re.match(r"#\s*nbval-ignore-output:\s*\S", first), cell.source[:80]
+            why = cell.metadata.get("attnlab", {}).get("output_varies", "")
+            assert len(why.split()) >= 4, f"say why this output varies: {cell.source[:80]}"
 
 
 def graded(nb):

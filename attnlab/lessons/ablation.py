@@ -363,6 +363,96 @@ def mean_accuracy(run: Run) -> np.ndarray:
     return run.accuracy.mean(axis=1)
 
 
+# ------------------------------------------------------- what the runs show
+
+
+@dataclass
+class Claim:
+    """A sentence the lesson states about its runs, and whether this run bears it out."""
+
+    text: str
+    holds: bool
+
+
+def claims(results: Mapping[tuple[int, str], Run], level: float = 0.9) -> list[Claim]:
+    """The lesson's conclusions, each tested on the runs in ``results``.
+
+    The runs without scaling are chaotic: a different rounding in the last bit (another
+    BLAS kernel, another CPU) changes their curves, so their exact numbers differ from
+    machine to machine while the scaled runs come out the same. Every conclusion is
+    therefore a comparison with a wide margin, which a change in the last bits cannot
+    flip; the numbers themselves are in the table and the figures.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    d_ks = sorted({d_k for d_k, _ in results})
+    small, large = d_ks[0], d_ks[-1]
+    middle = d_ks[len(d_ks) // 2]
+
+    def run(d_k, divisor):
+        return results[(d_k, divisor)]
+
+    def steps(d_k, divisor):  # "never" counts as one step past the end of the run
+        r = run(d_k, divisor)
+        return np.nan_to_num(r.steps_to(level), nan=r.steps + 1)
+
+    pct = f"{level:.0%}"
+    found = [
+        Claim(
+            f"d_k = {small}: with and without scaling, every seed ends with a final accuracy "
+            "of at least 0.99",
+            bool(
+                (run(small, "√d_k").final_accuracy >= 0.99).all()
+                and (run(small, "1").final_accuracy >= 0.99).all()
+            ),
+        ),
+        Claim(
+            f"d_k = {middle}: on every seed, the scaled model reaches {pct} sooner than the "
+            "unscaled one",
+            bool((steps(middle, "√d_k") < steps(middle, "1")).all()),
+        ),
+        Claim(
+            f"d_k = {large}: every scaled run reaches {pct} within 50 steps, and no unscaled "
+            "run does within 100",
+            bool((steps(large, "√d_k") <= 50).all() and (steps(large, "1") > 100).all()),
+        ),
+        Claim(
+            f"d_k = {large}: after training, the unscaled model's mean final accuracy is at "
+            "least 0.05 below the scaled one's",
+            bool(
+                run(large, "1").final_accuracy.mean()
+                <= run(large, "√d_k").final_accuracy.mean() - 0.05
+            ),
+        ),
+    ]
+    if all((d_k, d) in results for d_k in d_ks for d in DIVISORS):
+        auc = {(d_k, d): mean_accuracy(run(d_k, d)).mean() for d_k in d_ks for d in DIVISORS}
+        found += [
+            Claim(
+                "at every d_k, halving or doubling √d_k changes the mean accuracy over "
+                "training by less than 0.05",
+                all(
+                    abs(auc[(d_k, d)] - auc[(d_k, "√d_k")]) < 0.05
+                    for d_k in d_ks
+                    for d in ("0.5√d_k", "2√d_k")
+                ),
+            ),
+            Claim(
+                "at every d_k, the unscaled model's mean accuracy over training is below "
+                "that of ÷0.5√d_k",
+                all(auc[(d_k, "1")] < auc[(d_k, "0.5√d_k")] for d_k in d_ks),
+            ),
+        ]
+    return found
+
+
+def print_claims(results: Mapping[tuple[int, str], Run], level: float = 0.9) -> None:
+    """Print each of :func:`claims` with ✓ where this run bears it out and ✗ where not."""
+    for claim in claims(results, level):
+        mark = "✓" if claim.holds else "✗ (not on this run)"
+        print(f"{mark} {claim.text}")
+
+
 # ---------------------------------------------------------------- figures
 
 COLOURS = {"1": "#D55E00", "0.5√d_k": "#CC79A7", "√d_k": "#0072B2", "2√d_k": "#009E73"}
