@@ -3,19 +3,11 @@
 Lesson: ``notebooks/00_start_here.ipynb``.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
-from .arraycheck import ArrayCheck, Case
-from .mistakes import Mistake
-from .registry import Exercise, register
-
-LESSON = "notebooks/00_start_here.ipynb"
-
-
-def scale_factor(d_k):
-    return 1 / np.sqrt(d_k)  # the scores are multiplied by this: divided by √d_k
+from . import solutions
+from .arrays import ArrayCheck, Case, Mistake
+from .registry import register
 
 
 def cases() -> list[Case]:
@@ -47,17 +39,13 @@ MISTAKES = (
 )
 
 register(
-    Exercise(
-        id="scale_factor",
-        lesson=LESSON,
-        signature="scale_factor(d_k) -> the number 1/√d_k",
-        checker=ArrayCheck(
-            name="scale_factor",
-            cases=cases,
-            reference=scale_factor,
-            shape_rule="one factor for one d_k, not an array",
-            mistakes=MISTAKES,
-        ),
-        solution=scale_factor,
-    )
+    "notebooks/00_start_here.ipynb",
+    solutions.scale_factor,
+    "scale_factor(d_k) -> the number 1/√d_k",
+    ArrayCheck(
+        cases,
+        reference=solutions.scale_factor,
+        shape_rule="one factor for one d_k, not an array",
+        mistakes=MISTAKES,
+    ),
 )
