@@ -259,7 +259,9 @@ MHA_CORRECT = [
     lambda X, W_Q, W_K, W_V, W_O, n_heads: attnlab.multi_head_attention(
         X, W_Q, W_K, W_V, W_O, n_heads
     ),
-    lambda *args: solutions.multi_head_attention(*(a.astype(np.float32) for a in args[:5]), args[5]),
+    lambda *args: solutions.multi_head_attention(
+        *(a.astype(np.float32) for a in args[:5]), args[5]
+    ),
     lambda *args: solutions.multi_head_attention(*args).tolist(),
 ]
 

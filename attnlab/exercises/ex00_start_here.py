@@ -26,15 +26,12 @@ MISTAKES = (
         "You returned 1/d_k: that divides by d_k, not by its square root. Use `1 / np.sqrt(d_k)`.",
         lambda d_k: 1 / d_k,
     ),
+    # `d_k ** -1/2` and `1 / d_k ** 1/2` give the same number, so one message names both.
     Mistake(
         "Python read `d_k ** -1/2` as `(d_k ** -1) / 2`, because ** binds tighter than /. "
-        "Write `d_k ** -0.5` or `1 / np.sqrt(d_k)`.",
+        "Write `d_k ** -0.5` or `1 / np.sqrt(d_k)`. (`1 / d_k ** 1/2` is read the same "
+        "way, as `(1 / d_k) / 2`.)",
         lambda d_k: d_k**-1 / 2,
-    ),
-    Mistake(
-        "Python read `1 / d_k ** 1/2` as `(1 / d_k) / 2`. Write `1 / np.sqrt(d_k)` or "
-        "`d_k ** -0.5`.",
-        lambda d_k: 1 / d_k / 2,
     ),
 )
 

@@ -12,6 +12,8 @@ the running statistics.
 Lesson: ``notebooks/06_full_attention.ipynb``.
 """
 
+from typing import Any
+
 import numpy as np
 
 from ..multihead import merge_heads as _merge
@@ -78,7 +80,7 @@ def mha_cases() -> list[Case]:
     ]
     cases = []
     for label, n, d_model, n_heads in shapes:
-        inputs = {"X": readable(rng, n, d_model)}
+        inputs: dict[str, Any] = {"X": readable(rng, n, d_model)}
         for name in ("W_Q", "W_K", "W_V", "W_O"):
             inputs[name] = readable(rng, d_model, d_model, scale=0.7)
         inputs["n_heads"] = n_heads
