@@ -60,7 +60,9 @@ class NumberCheck:
 
 
 def is_real_number(x: Any) -> bool:
-    """An int, float or NumPy real scalar, but not a bool (which Python counts as an int)."""
+    """An int, float or NumPy real scalar, but not a bool (which Python counts as an int).
+
+    Also used by ``check`` to validate its ``timeout``."""
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
 
 

@@ -9,13 +9,13 @@ solution in ``solutions.py``. Used in every lesson notebook, e.g.
 from __future__ import annotations
 
 import difflib
-import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .calling import DEFAULT_TIMEOUT
 from .messages import CheckResult, SolutionCode
+from .numbers import is_real_number
 
 
 class Checker(Protocol):
@@ -84,9 +84,7 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = DEFAULT_TIME
     ``softmax(x)``: x ``(n, m)`` → ``(n, m)``. Lessons: every notebook with exercises.
     """
     exercise = get_exercise(exercise_id)
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or not timeout > 0
-    ):
+    if timeout is not None and not (is_real_number(timeout) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}.")
     try:
         return exercise.checker(answer, name=exercise.id, timeout=timeout)
