@@ -81,7 +81,12 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = DEFAULT_TIME
     no limit). An unknown id raises ValueError listing the known ones.
 
     Shapes: ``answer`` takes and returns the shapes the exercise's signature names, e.g.
-    ``softmax(x)``: x ``(n, m)`` → ``(n, m)``. Lessons: every notebook with exercises.
+    ``softmax(x)``: x ``(n, m)`` → ``(n, m)``. Usage in a notebook::
+
+        attnlab.check("softmax", softmax)
+
+    Lessons: every notebook with exercises, ``notebooks/00_start_here.ipynb`` to
+    ``notebooks/07_does_scaling_matter.ipynb``.
     """
     exercise = get_exercise(exercise_id)
     if timeout is not None and not (is_real_number(timeout) and timeout > 0):
@@ -98,9 +103,16 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = DEFAULT_TIME
 
 
 def solution(exercise_id: str) -> SolutionCode:
-    """The reference solution's source code for ``exercise_id``, a str shown as highlighted
-    code in a notebook, e.g. ``attnlab.solution("softmax")``. Lessons: every notebook with
-    exercises."""
+    """The reference solution's source code for ``exercise_id``, as a str.
+
+    In a notebook it shows as a highlighted code block. Shapes: the solution takes and
+    returns the shapes of the exercise's signature. Usage::
+
+        attnlab.solution("softmax")
+
+    Lessons: every notebook with exercises, ``notebooks/00_start_here.ipynb`` to
+    ``notebooks/07_does_scaling_matter.ipynb``.
+    """
     exercise = get_exercise(exercise_id)
     known = set(_EXERCISES) - {exercise.id}
     uses = [name for name in exercise.solution.__code__.co_names if name in known]
