@@ -59,11 +59,18 @@ def _merge_strided(heads):
     return heads.transpose(1, 2, 0).reshape(n, d * h)
 
 
-def _heads(X, W_Q, W_K, W_V, n_heads, *, split=_split, divisor=None, weights=softmax_rows):
-    """Attention in every head, (H, n, d_head), with the given split, scale and softmax."""
-    Q, K, V = (split(X @ W, n_heads) for W in (W_Q, W_K, W_V))
-    d = Q.shape[-1] if divisor is None else divisor
-    return weights(Q @ K.transpose(0, 2, 1) / np.sqrt(d)) @ V
+def _wrong(*, split=_split, merge=_merge, one_head=False, divisor=None, weights=softmax_rows,
+           project=lambda heads, W_O: heads @ W_O):  # fmt: skip
+    """Multi-head attention with one part done wrong: the split or merge of the heads, the
+    number of heads, the scale (``divisor(d_model)`` instead of d_head), the softmax or
+    the output projection."""
+
+    def compute(X, W_Q, W_K, W_V, W_O, n_heads):
+        Q, K, V = (split(X @ W, 1 if one_head else n_heads) for W in (W_Q, W_K, W_V))
+        d = Q.shape[-1] if divisor is None else divisor(W_Q.shape[1])
+        return project(merge(weights(Q @ K.transpose(0, 2, 1) / np.sqrt(d)) @ V), W_O)
+
+    return compute
 
 
 def _softmax_each_column(S):
@@ -99,27 +106,23 @@ MHA_MISTAKES = (
         "You returned the heads side by side but forgot the output projection: multiply the "
         "concatenated heads, shape (n, d_model), by W_O. W_O is what lets the heads' results "
         "mix into every output feature.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge(_heads(X, W_Q, W_K, W_V, n_heads)),
+        _wrong(project=lambda heads, W_O: heads),
     ),
     Mistake(
         "You ran one attention over all d_model columns instead of splitting them into "
         "n_heads heads. Each head attends with its own d_head = d_model / n_heads columns and "
         "its own weights. " + _HEAD_COLUMNS,
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge(_heads(X, W_Q, W_K, W_V, 1)) @ W_O,
+        _wrong(one_head=True),
     ),
     Mistake(
         "You scaled each head's scores by √d_model instead of √d_head. Inside a head the dot "
         "products have d_head terms, so divide by `np.sqrt(d_head)` with "
         "d_head = d_model // n_heads.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge(_heads(X, W_Q, W_K, W_V, n_heads, divisor=W_Q.shape[1])) @ W_O
-        ),
+        _wrong(divisor=lambda d_model: d_model),
     ),
     Mistake(
         "You forgot to scale each head's scores: divide Q Kᵀ by √d_head before the softmax.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge(_heads(X, W_Q, W_K, W_V, n_heads, divisor=1.0)) @ W_O
-        ),
+        _wrong(divisor=lambda d_model: 1.0),
     ),
     Mistake(
         "You split the heads with `reshape(n_heads, n, d_head)` and merged them back with "
@@ -127,46 +130,36 @@ MHA_MISTAKES = (
         "order, row after row of Q, so each 'head' mixes pieces of different tokens. Reshape "
         "to (n, n_heads, d_head) first, then move the head axis to the front with "
         "`.transpose(1, 0, 2)`; to merge, transpose back before reshaping to (n, d_model).",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge_no_transpose(_heads(X, W_Q, W_K, W_V, n_heads, split=_split_no_transpose)) @ W_O
-        ),
+        _wrong(split=_split_no_transpose, merge=_merge_no_transpose),
     ),
     Mistake(
         "You split the heads with `reshape(n_heads, n, d_head)`, without transposing. A "
         "reshape keeps the numbers in memory order, row after row of Q, so each 'head' mixes "
         "pieces of different tokens. Reshape to (n, n_heads, d_head), then "
         "`.transpose(1, 0, 2)`.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge(_heads(X, W_Q, W_K, W_V, n_heads, split=_split_no_transpose)) @ W_O
-        ),
+        _wrong(split=_split_no_transpose),
     ),
     Mistake(
         "Your heads are right, but you merged them with `heads.reshape(n, d_model)` straight "
         "from shape (n_heads, n, d_head). A reshape keeps memory order, so the rows get mixed "
         "up across tokens. Transpose to (n, n_heads, d_head) first, `heads.transpose(1, 0, "
         "2).reshape(n, d_model)`, or `np.concatenate(list_of_heads, axis=-1)`.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge_no_transpose(_heads(X, W_Q, W_K, W_V, n_heads)) @ W_O
-        ),
+        _wrong(merge=_merge_no_transpose),
     ),
     Mistake(
         "Your heads take every n_heads-th column (columns h, h + n_heads, …), as "
         "`reshape(n, d_head, n_heads)` does. " + _HEAD_COLUMNS,
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge_strided(_heads(X, W_Q, W_K, W_V, n_heads, split=_split_strided)) @ W_O
-        ),
+        _wrong(split=_split_strided, merge=_merge_strided),
     ),
     Mistake(
         "Inside each head, your softmax runs down the columns (over the queries). Each "
         "query's row of weights must sum to 1: softmax over the last axis, `axis=-1`.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge(_heads(X, W_Q, W_K, W_V, n_heads, weights=_softmax_each_column)) @ W_O
-        ),
+        _wrong(weights=_softmax_each_column),
     ),
     Mistake(
         "You multiplied by W_O transposed: the concatenated heads (n, d_model) times W_O "
         "(d_model, d_model) is `heads @ W_O`, not `heads @ W_O.T`.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge(_heads(X, W_Q, W_K, W_V, n_heads)) @ W_O.T,
+        _wrong(project=lambda heads, W_O: heads @ W_O.T),
     ),
 )
 
