@@ -1,8 +1,9 @@
 """Tests for the exercise checker, ``attnlab.exercises``: check() and solution().
 
-Every exercise must accept correct answers in any style, reject the classic
-mistakes with a message that names them, and turn anything an answer can do
-wrong (raise, hang, return None, change its input) into a FAIL.
+Every exercise must accept correct answers in any style, reject each mistake it
+declares with the message that names it, and turn anything an answer can do wrong
+(raise, hang, return None, change its input) into a FAIL. The mistakes come from the
+registry, so an exercise added to a lesson module is tested here without an edit.
 """
 
 import json
@@ -16,17 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnlab.exercises import (
-    CheckResult,
-    Exercise,
-    check,
-    exercise_ids,
-    register,
-    registry,
-    solution,
-    solutions,
-)
-from attnlab.exercises.arraycheck import ArrayCheck, Case
+from attnlab.exercises import CheckResult, check, exercise_ids, get_exercise, solution, solutions
+from attnlab.exercises.arrays import ArrayCheck, matches, wrong_result
+from attnlab.exercises.numbers import NumberCheck
 
 IDS = (
     "scores",
@@ -203,197 +196,82 @@ def test_causal_mask_of_zeros_and_ones_passes_with_a_note_preferring_bool(answer
     assert "bool mask is preferred" in result.message
 
 
-# ------------------------------------------------------------- wrong answers
+# ------------------------------------------- every declared mistake, from the registry
 
-WRONG = [
-    # scores
-    ("scores", lambda Q, K: K @ Q.T, "transposed"),
-    ("scores", lambda Q, K: (Q @ K.T).T, "transposed"),
-    ("scores", lambda Q, K: Q.T @ K, "Qᵀ K"),
-    ("scores", lambda Q, K: Q @ K, "forgot to transpose K"),
-    ("scores", lambda Q, K: (Q * K).sum(axis=1), "entry by entry"),
-    ("scores", lambda Q, K: Q @ K.T / np.sqrt(Q.shape[1]), "scaled the scores"),
-    # scaled_scores
-    ("scaled_scores", lambda Q, K: Q @ K.T, "forgot to scale"),
-    ("scaled_scores", lambda Q, K: Q @ K.T / Q.shape[1], "divided by d_k instead of √d_k"),
-    ("scaled_scores", lambda Q, K: Q @ K.T / (Q.shape[1] ** 1 / 2), "d_k ** 1/2"),
-    ("scaled_scores", lambda Q, K: Q @ K.T / Q.shape[1] ** 1 / 2, "d_k ** 1/2"),
-    ("scaled_scores", lambda Q, K: Q @ K.T * np.sqrt(Q.shape[1]), "multiplied by √d_k"),
-    ("scaled_scores", lambda Q, K: Q @ K.T / np.sqrt(len(K)), "number of keys"),
-    ("scaled_scores", lambda Q, K: Q @ K.T / np.sqrt(len(Q)), "number of queries"),
-    ("scaled_scores", lambda Q, K: K @ Q.T / np.sqrt(Q.shape[1]), "transposed"),
-    # softmax
-    ("softmax", lambda x: np.exp(x) / np.exp(x).sum(axis=1, keepdims=True), "overflows"),
-    (
-        "softmax",
-        lambda x: np.exp(x) / np.sum(np.exp(x), axis=-1, keepdims=True),
-        "Subtract each row's maximum",
-    ),
-    ("softmax", lambda x: stable_softmax(x.T).T, "each column (axis 0)"),
-    (
-        "softmax",
-        lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum(axis=1, keepdims=True),
-        "maximum of the whole array",
-    ),
-    (
-        "softmax",
-        lambda x: np.exp(x - x.max(axis=0)) / np.exp(x - x.max(axis=0)).sum(axis=1, keepdims=True),
-        "each column's maximum",
-    ),
-    ("softmax", lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum(), "whole array"),
-    ("softmax", lambda x: np.exp(x - x.max(axis=1, keepdims=True)), "divide by the row sums"),
-    ("softmax", np.exp, "divide by the row sums"),
-    (
-        "softmax",
-        lambda x: (
-            np.exp(x - x.max(axis=1, keepdims=True))
-            / np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)
-        ),
-        "A sum without `keepdims=True`",
-    ),
-    ("softmax", lambda x: stable_softmax(x - x.max(axis=1)), "A max without `keepdims=True`"),
-    # softmax_jacobian
-    ("softmax_jacobian", lambda p: -np.outer(p, p), "missing the diagonal term"),
-    ("softmax_jacobian", lambda p: np.outer(p, p) - np.diag(p), "sign flipped"),
-    ("softmax_jacobian", lambda p: np.outer(p, p), "p pᵀ only"),
-    ("softmax_jacobian", np.diag, "forgot to subtract p pᵀ"),
-    ("softmax_jacobian", lambda p: np.diag(p * (1 - p)), "only its diagonal"),
-    ("softmax_jacobian", lambda p: p * (1 - p), "as a vector"),
-    ("softmax_jacobian", lambda p: np.diag(p) - p @ p.T, "np.outer(p, p)"),
-    ("softmax_jacobian", lambda p: np.diag(p) - p * p, "elementwise"),
-    ("softmax_jacobian", lambda p: np.eye(len(p)) - np.outer(p, p), "identity matrix"),
-    # causal_mask
-    ("causal_mask", lambda n: np.triu(np.ones((n, n), dtype=bool)), "transposed"),
-    ("causal_mask", lambda n: np.tril(np.ones((n, n), dtype=bool), -1), "leaves out the diagonal"),
-    ("causal_mask", lambda n: np.triu(np.ones((n, n), dtype=bool), 1), "inverted"),
-    ("causal_mask", lambda n: np.ones((n, n), dtype=bool), "nothing is masked"),
-    ("causal_mask", lambda n: np.where(np.tri(n) > 0, 0.0, -np.inf), "additive mask"),
-    ("causal_mask", lambda n: 2 * np.tri(n), "only True and False"),
-    # attention
-    (
-        "attention",
-        lambda Q, K, V: stable_softmax(Q @ K.T / np.sqrt(Q.shape[1])),
-        "returned the attention weights",
-    ),
-    ("attention", lambda Q, K, V: stable_softmax(Q @ K.T), "forgot the ·V"),
-    ("attention", lambda Q, K, V: stable_softmax(Q @ K.T) @ V, "forgot to scale"),
-    (
-        "attention",
-        lambda Q, K, V: stable_softmax(Q @ K.T / Q.shape[1]) @ V,
-        "by d_k instead of √d_k",
-    ),
-    ("attention", lambda Q, K, V: stable_softmax(Q @ K.T / np.sqrt(len(K))) @ V, "number of keys"),
-    (
-        "attention",
-        lambda Q, K, V: stable_softmax(Q @ K.T / np.sqrt(len(Q))) @ V,
-        "number of queries",
-    ),
-    ("attention", lambda Q, K, V: stable_softmax(Q @ K.T / np.sqrt(V.shape[1])) @ V, "√d_v"),
-    (
-        "attention",
-        lambda Q, K, V: stable_softmax((Q @ K.T / np.sqrt(Q.shape[1])).T).T @ V,
-        "wrong axis",
-    ),
-    ("attention", lambda Q, K, V: Q @ K.T / np.sqrt(Q.shape[1]) @ V, "skipped the softmax"),
-    (
-        "attention",
-        lambda Q, K, V: np.exp(Q @ K.T / np.sqrt(Q.shape[1])) @ V,
-        "divide by the row sums",
-    ),
-    (
-        "attention",
-        lambda Q, K, V: stable_softmax(Q @ K.T / np.sqrt(Q.shape[1])) @ K,
-        "by K instead of V",
-    ),
-    (
-        "attention",
-        lambda Q, K, V: V.T @ stable_softmax(Q @ K.T / np.sqrt(Q.shape[1])).T,
-        "output is transposed",
-    ),
-    (
-        "attention",
-        lambda Q, K, V: (
-            (lambda e: e / e.sum(axis=1, keepdims=True))(np.exp(Q @ K.T / np.sqrt(Q.shape[1]))) @ V
-        ),
-        "overflows",
-    ),
-    # masked_attention
-    (
-        "masked_attention",
-        lambda Q, K, V, mask: stable_softmax(Q @ K.T / np.sqrt(Q.shape[1])) @ V,
-        "ignores the mask",
-    ),
-    (
-        "masked_attention",
-        lambda Q, K, V, mask: (
-            stable_softmax(np.where(~mask, Q @ K.T / np.sqrt(Q.shape[1]), -np.inf)) @ V
-        ),
-        "inverted",
-    ),
-    (
-        "masked_attention",
-        lambda Q, K, V, mask: stable_softmax(Q @ K.T / np.sqrt(Q.shape[1]) * mask) @ V,
-        "to 0 instead of -inf",
-    ),
-    (
-        "masked_attention",
-        lambda Q, K, V, mask: (stable_softmax(Q @ K.T / np.sqrt(Q.shape[1])) * mask) @ V,
-        "after the softmax",
-    ),
-    (
-        "masked_attention",
-        lambda Q, K, V, mask: stable_softmax(Q @ K.T / np.sqrt(Q.shape[1]) + mask) @ V,
-        "added the bool mask",
-    ),
-    (
-        "masked_attention",
-        lambda Q, K, V, mask: stable_softmax(np.where(mask, Q @ K.T, -np.inf)) @ V,
-        "forgot to scale",
-    ),
-    (
-        "masked_attention",
-        lambda Q, K, V, mask: stable_softmax(
-            np.where(mask, Q @ K.T / np.sqrt(Q.shape[1]), -np.inf)
-        ),
-        "returned the attention weights",
-    ),
-    (
-        "masked_attention",
-        lambda Q, K, V, mask: (
-            (lambda e: e / e.sum(axis=1, keepdims=True))(
-                np.exp(np.where(mask, Q @ K.T / np.sqrt(Q.shape[1]), -np.inf))
-            )
-            @ V
-        ),
-        "overflows",
-    ),
-]
+
+def declared_mistakes():
+    """(id, mistake) for every mistake of every function exercise."""
+    for exercise in exercise_ids():
+        checker = get_exercise(exercise).checker
+        if isinstance(checker, ArrayCheck):
+            yield from ((exercise, m) for m in checker.mistakes)
+
+
+def declared_slips():
+    """(id, wrong number, message) for every slip of every numeric question; a slip
+    within the pass tolerance (a number rounded too coarsely) is tried just outside it."""
+    for exercise in exercise_ids():
+        checker = get_exercise(exercise).checker
+        if isinstance(checker, NumberCheck):
+            for slip in checker.slips():
+                value = slip.value
+                if abs(value - checker.want) <= checker.tolerance:
+                    value = checker.want + (checker.tolerance + slip.tolerance) / 2
+                yield exercise, value, slip.message
+
+
+MISTAKES = list(declared_mistakes())
+SLIPS = list(declared_slips())
+
+
+def test_every_exercise_declares_mistakes():
+    with_mistakes = {e for e, _ in MISTAKES} | {e for e, _, _ in SLIPS}
+    assert with_mistakes == set(exercise_ids())
 
 
 @pytest.mark.parametrize(
-    ("exercise", "answer", "phrase"), WRONG, ids=[f"{e}: {p}" for e, _, p in WRONG]
+    ("exercise", "mistake"), MISTAKES, ids=[f"{e}-{i}" for i, (e, _) in enumerate(MISTAKES)]
 )
-def test_classic_mistakes_fail_and_are_named(exercise, answer, phrase):
-    result = check(exercise, answer)
+def test_each_declared_mistake_is_caught_and_named(exercise, mistake):
+    checker = get_exercise(exercise).checker
+    # It really is a mistake: on some test input it differs from the reference.
+    assert any(
+        (wrong := wrong_result(mistake, case.inputs)) is not None
+        and not matches(wrong, np.asarray(checker.reference(*case.inputs.values())))
+        for case in checker.cases()
+    )
+    result = check(exercise, mistake.compute)
     assert not result.passed
-    assert phrase in result.message, result.message
+    assert mistake.message in result.message
+    # ...and the learner sees expected against got.
+    assert "\nTest input: " in result.message
+    assert "\nExpected, " in result.message
+    assert f"\nYour `{exercise}` returned, " in result.message
+
+
+@pytest.mark.parametrize(
+    ("exercise", "value", "message"), SLIPS, ids=[f"{e}={v:g}" for e, v, _ in SLIPS]
+)
+def test_each_declared_wrong_number_is_caught_and_named(exercise, value, message):
+    checker = get_exercise(exercise).checker
+    assert abs(value - checker.want) > checker.tolerance
+    result = check(exercise, value)
+    assert not result.passed
+    assert message in result.message
 
 
 # A mask of the wrong kind is refused before any numbers are compared.
-NOT_COMPARED = ("additive mask", "only True and False")
-
-
-COMPARED = [w for w in WRONG if w[2] not in NOT_COMPARED]
-
-
 @pytest.mark.parametrize(
-    ("exercise", "answer", "phrase"), COMPARED, ids=[f"{e}: {p}" for e, _, p in COMPARED]
+    ("answer", "phrase"),
+    [
+        (lambda n: np.where(np.tri(n) > 0, 0.0, -np.inf), "additive mask"),
+        (lambda n: 2 * np.tri(n), "only True and False"),
+    ],
 )
-def test_mistakes_show_expected_against_got(exercise, answer, phrase):
-    message = check(exercise, answer).message
-    assert "\nTest input: " in message
-    assert "\nExpected, shape" in message
-    assert f"\nYour `{exercise}` returned, shape" in message
+def test_a_mask_of_the_wrong_kind_is_refused(answer, phrase):
+    result = check("causal_mask", answer)
+    assert not result.passed
+    assert phrase in result.message
 
 
 def test_example_is_small_and_rounded_to_three_decimals():
@@ -409,7 +287,9 @@ def test_example_is_small_and_rounded_to_three_decimals():
 
 
 def test_feedback_is_deterministic():
-    wrong = WRONG[0][1]
+    def wrong(Q, K):
+        return K @ Q.T
+
     assert check("scores", wrong).message == check("scores", wrong).message
 
 
@@ -614,6 +494,29 @@ def test_no_time_limit_with_timeout_none():
     assert check("scores", solutions.scores, timeout=None).passed
 
 
+def _no_threads(self):
+    raise RuntimeError("can't start new thread")
+
+
+def _no_timer(*args):
+    raise OSError("setitimer is not supported")
+
+
+@pytest.mark.parametrize("timer", ["missing", "failing"])
+def test_without_signals_and_threads_answers_run_without_a_time_limit(monkeypatch, timer):
+    # What Pyodide (JupyterLite) offers: no working setitimer, and no threads.
+    if timer == "missing":
+        monkeypatch.delattr(signal, "setitimer")
+    else:
+        monkeypatch.setattr(signal, "setitimer", _no_timer)
+    monkeypatch.setattr(threading.Thread, "start", _no_threads)
+    handler = signal.getsignal(signal.SIGALRM)
+    assert check("softmax", solutions.softmax).passed
+    assert "transposed" in check("scores", lambda Q, K: K @ Q.T).message
+    assert "raised ValueError" in check("softmax", raises_value_error).message
+    assert signal.getsignal(signal.SIGALRM) is handler
+
+
 def test_other_failures_never_raise():
     def calls_exit(x):
         raise SystemExit(1)
@@ -673,10 +576,10 @@ def test_result_is_truthy_only_when_passed_and_prints_plainly():
 
 def test_html_shows_pass_and_fail_boxes_and_escapes():
     passed = check("scores", solutions.scores)._repr_html_()
-    assert "PASS" in passed and "#2e7d32" in passed
+    assert "✔ PASS" in passed and "<code>scores</code>" in passed and "FAIL" not in passed
     failed = CheckResult(False, "Your <script>alert(1)</script> & `x < y`\n\n    [[1 2]]", "s")
     html = failed._repr_html_()
-    assert "FAIL" in html and "#d84315" in html
+    assert "✘ FAIL" in html and "PASS" not in html
     assert "<script>" not in html
     assert "&lt;script&gt;" in html and "&amp;" in html
     assert "<code>x &lt; y</code>" in html
@@ -711,7 +614,7 @@ def test_solution_mentions_the_functions_it_builds_on():
 
 
 def test_exercises_know_their_lessons():
-    lessons = {exercise: registry.get_exercise(exercise).lesson for exercise in IDS}
+    lessons = {exercise: get_exercise(exercise).lesson for exercise in IDS}
     assert lessons == {
         "scores": "notebooks/01_dot_product.ipynb",
         "scaled_scores": "notebooks/02_variance.ipynb",
@@ -721,34 +624,75 @@ def test_exercises_know_their_lessons():
         "attention": "notebooks/05_values.ipynb",
         "masked_attention": "notebooks/05_values.ipynb",
     }
+    for exercise in exercise_ids():
+        lesson = Path(__file__).resolve().parents[1] / get_exercise(exercise).lesson
+        assert lesson.exists(), exercise
 
 
-def test_a_new_lesson_registers_its_exercises_with_one_call(monkeypatch):
-    monkeypatch.setattr(registry, "_EXERCISES", dict(registry._EXERCISES))
+NEW_LESSON = """
+import numpy as np
 
-    def double(x):
-        return 2 * x
+from .arrays import ArrayCheck, Case, Mistake
+from .registry import register
 
-    register(
-        Exercise(
-            id="double",
-            lesson="notebooks/99_extra.ipynb",
-            signature="double(x) -> 2 x",
-            checker=ArrayCheck(
-                name="double",
-                cases=lambda: [Case("x = [1, 2]", {"x": np.array([1.0, 2.0])})],
-                reference=lambda x: 2 * x,
-                shape_rule="the shape of x",
-            ),
-            solution=double,
-        )
+
+def double(x):
+    return 2 * x
+
+
+register(
+    "notebooks/99_extra.ipynb",
+    double,
+    "double(x) -> 2 x",
+    ArrayCheck(
+        lambda: [Case("x = [1, 2]", {"x": np.array([1.0, 2.0])})],
+        reference=lambda x: 2 * x,
+        shape_rule="the shape of x",
+        mistakes=(Mistake("You tripled x.", lambda x: 3 * x),),
+    ),
+)
+"""
+
+ADD_LESSON = """
+import importlib.util, json, pathlib, sys
+import attnlab
+package = pathlib.Path(attnlab.__file__).parent / "exercises"
+# The package as installed, with one more folder in which to find lesson modules.
+spec = importlib.util.spec_from_file_location(
+    "attnlab.exercises", package / "__init__.py",
+    submodule_search_locations=[str(package), sys.argv[1]],
+)
+exercises = importlib.util.module_from_spec(spec)
+sys.modules["attnlab.exercises"] = exercises
+spec.loader.exec_module(exercises)
+from attnlab.exercises.arrays import ArrayCheck
+from attnlab.exercises.registry import register
+try:
+    register("notebooks/98_other.ipynb", exercises.solutions.scores, "", ArrayCheck(list, abs, ""))
+except ValueError as exc:
+    taken = str(exc)
+print(json.dumps({
+    "ids": exercises.exercise_ids(),
+    "right": str(exercises.check("double", lambda x: x + x)),
+    "wrong": str(exercises.check("double", lambda x: x * 3)),
+    "solution": exercises.solution("double"),
+    "taken": taken,
+}))
+"""
+
+
+def test_a_new_lesson_is_one_module_found_without_any_other_edit(tmp_path):
+    (tmp_path / "ex99_extra.py").write_text(NEW_LESSON)
+    out = subprocess.run(
+        [sys.executable, "-c", ADD_LESSON, str(tmp_path)], capture_output=True, text=True
     )
-    assert "double" in exercise_ids()
-    assert check("double", double).passed
-    assert not check("double", lambda x: 3 * x).passed
-    assert solution("double").startswith("def double(x):")
-    with pytest.raises(ValueError, match="already used"):
-        register(Exercise("double", "notebooks/98_other.ipynb", "", check, double))
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    assert seen["ids"][-1] == "double" and "scores" in seen["ids"]
+    assert seen["right"].startswith("PASS")
+    assert seen["wrong"].startswith("FAIL: You tripled x.")
+    assert seen["solution"].startswith("def double(x):")
+    assert "already used by notebooks/01_dot_product.ipynb" in seen["taken"]
 
 
 def test_importing_the_checker_needs_only_numpy_and_the_standard_library():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import attnlab
-from attnlab.exercises import check, exercise_ids, solution
+from attnlab.exercises import check, exercise_ids, solution, solutions
 from attnlab.exercises import ex07_ablation as exercise
 from attnlab.exercises.registry import get_exercise
 from attnlab.lessons import ablation as lesson
@@ -343,7 +343,7 @@ def correct_float32(p, grad_p):
         correct_batched_jacobian,
         correct_column_of_dots,
         correct_float32,
-        exercise.softmax_backward,
+        solutions.softmax_backward,
         attnlab.softmax_backward,
     ],
 )

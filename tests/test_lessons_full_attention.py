@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import attnlab
-from attnlab.exercises import check, exercise_ids, solution
+from attnlab.exercises import check, exercise_ids, solution, solutions
 from attnlab.exercises import ex06_full_attention as exercise
 from attnlab.exercises.registry import get_exercise
 from attnlab.lessons import full_attention as lesson
@@ -252,15 +252,17 @@ def mha_split_heads(X, W_Q, W_K, W_V, W_O, n_heads):
 
 
 MHA_CORRECT = [
-    exercise.multi_head_attention,
+    solutions.multi_head_attention,
     mha_einsum,
     mha_sum_of_projections,
     mha_split_heads,
     lambda X, W_Q, W_K, W_V, W_O, n_heads: attnlab.multi_head_attention(
         X, W_Q, W_K, W_V, W_O, n_heads
     ),
-    lambda *args: exercise.multi_head_attention(*(a.astype(np.float32) for a in args[:5]), args[5]),
-    lambda *args: exercise.multi_head_attention(*args).tolist(),
+    lambda *args: solutions.multi_head_attention(
+        *(a.astype(np.float32) for a in args[:5]), args[5]
+    ),
+    lambda *args: solutions.multi_head_attention(*args).tolist(),
 ]
 
 
@@ -389,12 +391,12 @@ def online_stores_and_rescales_parts(scores, block_size):
 
 
 ONLINE_CORRECT = [
-    exercise.online_softmax,
+    solutions.online_softmax,
     online_python_floats,
     online_first_block_starts,
     online_stores_and_rescales_parts,
     lambda scores, block_size: attnlab.softmax(scores),  # the checker only sees results
-    lambda scores, block_size: exercise.online_softmax(scores.astype(np.float32), block_size),
+    lambda scores, block_size: solutions.online_softmax(scores.astype(np.float32), block_size),
 ]
 
 

@@ -1,27 +1,33 @@
 """Exercise checker for the lesson notebooks: ``check(id, answer)`` and ``solution(id)``.
 
-``check("softmax", softmax)`` runs the learner's function on seeded test inputs
-and returns a PASS, or a FAIL naming the likely mistake; ``solution("softmax")``
-shows a reference solution. Imports NumPy and the standard library only.
+``check("softmax", softmax)`` runs the learner's function on seeded test inputs and
+returns a PASS, or a FAIL naming the likely mistake; ``solution("softmax")`` shows a
+reference solution. Imports NumPy and the standard library only.
 
-Each lesson keeps its exercises in its own module, which registers them when
-imported. A new lesson adds its module and one import line below.
+Every lesson with exercises has one module here, ``exNN_<lesson>.py``, which
+registers its exercises when imported; the modules are found and imported below, in
+lesson order. Infrastructure: ``calling`` (the learner's function under a time limit),
+``arrays`` (array answers), ``numbers`` (numeric answers), ``messages`` (what the
+learner reads), ``registry`` (ids, ``check`` and ``solution``); ``solutions`` holds
+every reference solution.
 """
 
-# Importing a lesson's module registers its exercises: one line per lesson.
-from . import (
-    ex00_start_here,  # noqa: F401
-    ex01_dot_product,  # noqa: F401
-    ex02_numbers,  # noqa: F401
-    ex02_variance,  # noqa: F401
-    ex03_scaling,  # noqa: F401
-    ex04_softmax,  # noqa: F401
-    ex05_values,  # noqa: F401
-    ex06_full_attention,  # noqa: F401
-    ex07_ablation,  # noqa: F401
-)
-from .api import check, solution
-from .registry import Exercise, exercise_ids, register
-from .result import CheckResult
+import importlib
+import pkgutil
 
-__all__ = ["CheckResult", "Exercise", "check", "exercise_ids", "register", "solution"]
+from .messages import CheckResult
+from .registry import Checker, Exercise, check, exercise_ids, get_exercise, register, solution
+
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name[2:4].isdigit()):
+    importlib.import_module(f"{__name__}.{_module}")
+
+__all__ = [
+    "CheckResult",
+    "Checker",
+    "Exercise",
+    "check",
+    "exercise_ids",
+    "get_exercise",
+    "register",
+    "solution",
+]

@@ -3,19 +3,11 @@
 Lesson: ``notebooks/00_start_here.ipynb``.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
-from .arraycheck import ArrayCheck, Case
-from .mistakes import Mistake
-from .registry import Exercise, register
-
-LESSON = "notebooks/00_start_here.ipynb"
-
-
-def scale_factor(d_k):
-    return 1 / np.sqrt(d_k)  # the scores are multiplied by this: divided by √d_k
+from . import solutions
+from .arrays import ArrayCheck, Case, Mistake
+from .registry import register
 
 
 def cases() -> list[Case]:
@@ -34,30 +26,23 @@ MISTAKES = (
         "You returned 1/d_k: that divides by d_k, not by its square root. Use `1 / np.sqrt(d_k)`.",
         lambda d_k: 1 / d_k,
     ),
+    # `d_k ** -1/2` and `1 / d_k ** 1/2` give the same number, so one message names both.
     Mistake(
         "Python read `d_k ** -1/2` as `(d_k ** -1) / 2`, because ** binds tighter than /. "
-        "Write `d_k ** -0.5` or `1 / np.sqrt(d_k)`.",
+        "Write `d_k ** -0.5` or `1 / np.sqrt(d_k)`. (`1 / d_k ** 1/2` is read the same "
+        "way, as `(1 / d_k) / 2`.)",
         lambda d_k: d_k**-1 / 2,
-    ),
-    Mistake(
-        "Python read `1 / d_k ** 1/2` as `(1 / d_k) / 2`. Write `1 / np.sqrt(d_k)` or "
-        "`d_k ** -0.5`.",
-        lambda d_k: 1 / d_k / 2,
     ),
 )
 
 register(
-    Exercise(
-        id="scale_factor",
-        lesson=LESSON,
-        signature="scale_factor(d_k) -> the number 1/√d_k",
-        checker=ArrayCheck(
-            name="scale_factor",
-            cases=cases,
-            reference=scale_factor,
-            shape_rule="one factor for one d_k, not an array",
-            mistakes=MISTAKES,
-        ),
-        solution=scale_factor,
-    )
+    "notebooks/00_start_here.ipynb",
+    solutions.scale_factor,
+    "scale_factor(d_k) -> the number 1/√d_k",
+    ArrayCheck(
+        cases,
+        reference=solutions.scale_factor,
+        shape_rule="one factor for one d_k, not an array",
+        mistakes=MISTAKES,
+    ),
 )

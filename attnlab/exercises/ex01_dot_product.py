@@ -3,25 +3,25 @@
 Lesson: ``notebooks/01_dot_product.ipynb``.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
-from ..scores import scores as reference_scores
+from ..scores import scores
 from . import solutions
-from .arraycheck import ArrayCheck, Case
-from .inputs import generator, readable
-from .mistakes import Mistake
-from .registry import Exercise, register
+from .arrays import ArrayCheck, Case, Mistake, readable
+from .registry import register
 
-LESSON = "notebooks/01_dot_product.ipynb"
+# Q is (n_q, d_k) and K is (n_k, d_k): shared with lesson 02's scaled scores.
+SHAPE_HINT = (
+    "Q is (n_q, d_k) and K is (n_k, d_k), so the length-d_k axes must meet: "
+    "`Q @ K.T` is (n_q, d_k) @ (d_k, n_k)."
+)
 
 
 def cases() -> list[Case]:
     # Square inputs first: there the classic slips (Q @ K, Q.T @ K, Q * K) run and can be
     # named, where on other shapes they stop with a shape error. After that, n_q, n_k
     # and d_k differ from each other, so every transposition shows up.
-    rng = generator(101)
+    rng = np.random.default_rng(101)
     return [
         Case("square Q and K (3×3)", {"Q": readable(rng, 3, 3), "K": readable(rng, 3, 3)}),
         Case(
@@ -68,21 +68,14 @@ MISTAKES = (
 )
 
 register(
-    Exercise(
-        id="scores",
-        lesson=LESSON,
-        signature="scores(Q, K) -> S of shape (n_q, n_k)",
-        checker=ArrayCheck(
-            name="scores",
-            cases=cases,
-            reference=reference_scores,
-            shape_rule="one row per query and one column per key, (n_q, n_k)",
-            mistakes=MISTAKES,
-            shape_hint=(
-                "Q is (n_q, d_k) and K is (n_k, d_k), so the length-d_k axes must meet: "
-                "`Q @ K.T` is (n_q, d_k) @ (d_k, n_k)."
-            ),
-        ),
-        solution=solutions.scores,
-    )
+    "notebooks/01_dot_product.ipynb",
+    solutions.scores,
+    "scores(Q, K) -> S of shape (n_q, n_k)",
+    ArrayCheck(
+        cases,
+        reference=scores,
+        shape_rule="one row per query and one column per key, (n_q, n_k)",
+        mistakes=MISTAKES,
+        shape_hint=SHAPE_HINT,
+    ),
 )

@@ -1,21 +1,21 @@
-"""Exercise ``scaled_scores``: Q Kᵀ / √d_k, scores whose variance doesn't grow with d_k.
+"""Exercises ``scaled_scores`` (Q Kᵀ / √d_k) and ``std_512``, a number: the standard
+deviation of q·k for d_k = 512, which the learner assigns to ``answer_std_512``.
 
 Lesson: ``notebooks/02_variance.ipynb``.
 """
 
-from __future__ import annotations
+import math
 
 import numpy as np
 
-from ..scores import scaled_scores as reference_scaled_scores
+from ..scores import scaled_scores
 from . import solutions
-from .arraycheck import ArrayCheck, Case
-from .inputs import generator, readable
-from .mistakes import Mistake
-from .registry import Exercise, register
+from .arrays import ArrayCheck, Case, Mistake, readable
+from .ex01_dot_product import SHAPE_HINT
+from .numbers import NumberCheck, Slip
+from .registry import register
 
 LESSON = "notebooks/02_variance.ipynb"
-
 _WHY = (
     "a dot product of d_k terms of variance 1 has variance d_k, so dividing by its "
     "standard deviation √d_k brings it back to 1"
@@ -25,29 +25,17 @@ _WHY = (
 def cases() -> list[Case]:
     # d_k, n_q, n_k, d_k/2 and 2·d_k all differ (and d_k isn't n²), so each wrong
     # scale gives different numbers from every other one.
-    rng = generator(202)
-    return [
-        Case(
-            "Q (2×3) and K (4×3): 2 queries, 4 keys, d_k = 3",
-            {"Q": readable(rng, 2, 3), "K": readable(rng, 4, 3)},
-        ),
-        Case(
-            "Q (3×5) and K (2×5): more queries than keys, d_k = 5",
-            {"Q": readable(rng, 3, 5), "K": readable(rng, 2, 5)},
-        ),
-        Case(
-            "Q (3×7) and K (3×7): as many queries as keys, d_k = 7",
-            {"Q": readable(rng, 3, 7), "K": readable(rng, 3, 7)},
-        ),
-        Case(
-            "a single query: Q (1×6) and K (5×6)",
-            {"Q": readable(rng, 1, 6), "K": readable(rng, 5, 6)},
-        ),
+    rng = np.random.default_rng(202)
+    shapes = [
+        ("Q (2×3) and K (4×3): 2 queries, 4 keys, d_k = 3", 2, 4, 3),
+        ("Q (3×5) and K (2×5): more queries than keys, d_k = 5", 3, 2, 5),
+        ("Q (3×7) and K (3×7): as many queries as keys, d_k = 7", 3, 3, 7),
+        ("a single query: Q (1×6) and K (5×6)", 1, 5, 6),
     ]
-
-
-def _d_k(Q: np.ndarray) -> int:
-    return Q.shape[-1]
+    return [
+        Case(label, {"Q": readable(rng, n_q, d_k), "K": readable(rng, n_k, d_k)})
+        for label, n_q, n_k, d_k in shapes
+    ]
 
 
 MISTAKES = (
@@ -57,21 +45,21 @@ MISTAKES = (
     ),
     Mistake(
         f"You divided by d_k instead of √d_k (use `np.sqrt(d_k)`): {_WHY}.",
-        lambda Q, K: Q @ K.T / _d_k(Q),
+        lambda Q, K: Q @ K.T / Q.shape[-1],
     ),
     Mistake(
         "You wrote `d_k ** 1/2`, which Python reads as `(d_k ** 1) / 2`: powers bind "
         "tighter than division. Write `d_k ** 0.5` or `np.sqrt(d_k)`.",
-        lambda Q, K: Q @ K.T / (_d_k(Q) / 2),
+        lambda Q, K: Q @ K.T / (Q.shape[-1] / 2),
     ),
     Mistake(
         "You wrote `/ d_k ** 1/2`, which Python reads as `/ d_k / 2`: powers bind tighter "
         "than division. Write `/ np.sqrt(d_k)` or `/ d_k ** 0.5`.",
-        lambda Q, K: Q @ K.T / _d_k(Q) / 2,
+        lambda Q, K: Q @ K.T / Q.shape[-1] / 2,
     ),
     Mistake(
         f"You multiplied by √d_k instead of dividing by it: {_WHY}.",
-        lambda Q, K: Q @ K.T * np.sqrt(_d_k(Q)),
+        lambda Q, K: Q @ K.T * np.sqrt(Q.shape[-1]),
     ),
     Mistake(
         "You divided by √n, the square root of the number of keys (`len(K)` or `K.shape[0]`). "
@@ -86,26 +74,110 @@ MISTAKES = (
     Mistake(
         "Your scaled scores are transposed: you computed K Qᵀ / √d_k, with one row per key. "
         "Row i belongs to query i: `Q @ K.T / np.sqrt(d_k)`.",
-        lambda Q, K: K @ Q.T / np.sqrt(_d_k(Q)),
+        lambda Q, K: K @ Q.T / np.sqrt(Q.shape[-1]),
     ),
 )
 
 register(
-    Exercise(
-        id="scaled_scores",
-        lesson=LESSON,
-        signature="scaled_scores(Q, K) -> Q Kᵀ / √d_k, shape (n_q, n_k)",
-        checker=ArrayCheck(
-            name="scaled_scores",
-            cases=cases,
-            reference=reference_scaled_scores,
-            shape_rule="one row per query and one column per key, (n_q, n_k)",
-            mistakes=MISTAKES,
-            shape_hint=(
-                "Q is (n_q, d_k) and K is (n_k, d_k), so the length-d_k axes must meet: "
-                "`Q @ K.T` is (n_q, d_k) @ (d_k, n_k)."
-            ),
+    LESSON,
+    solutions.scaled_scores,
+    "scaled_scores(Q, K) -> Q Kᵀ / √d_k, shape (n_q, n_k)",
+    ArrayCheck(
+        cases,
+        reference=scaled_scores,
+        shape_rule="one row per query and one column per key, (n_q, n_k)",
+        mistakes=MISTAKES,
+        shape_hint=SHAPE_HINT,
+    ),
+)
+
+# ------------------------------------------------------------------ std_512
+
+D_K = 512
+# Two decimals are enough (√512 rounded to 22.6 or 22.63 passes); 22 or 23 is too coarse.
+TOLERANCE = 0.05
+_STD = math.sqrt(D_K)
+_RULE = (
+    f"For d_k = {D_K} entries of variance 1, Var(q·k) = d_k, and the standard deviation is "
+    f"the square root of the variance."
+)
+
+
+def slips() -> list[Slip]:
+    found = [
+        Slip(
+            -_STD,
+            "A standard deviation is never negative: it is the square root of the variance, "
+            "and the square root of a positive number is taken to be positive.",
+            TOLERANCE,
         ),
-        solution=solutions.scaled_scores,
+        Slip(
+            float(D_K),
+            f"That is the variance of q·k, not its standard deviation. The variance is d_k = "
+            f"{D_K}; the standard deviation is its square root (`np.sqrt`).",
+            0.01 * D_K,
+        ),
+        Slip(
+            D_K / 2,
+            f"That is d_k / 2. Did you write `{D_K} ** 1/2`? Python reads it as "
+            f"`({D_K} ** 1) / 2`, because powers bind tighter than division. Write "
+            f"`{D_K} ** 0.5` or `np.sqrt({D_K})`.",
+            0.01 * D_K,
+        ),
+        Slip(
+            float(D_K) ** 2,
+            f"That is d_k squared. The variance is d_k = {D_K}, and the standard deviation is "
+            f"its square root, not its square.",
+            0.01 * D_K**2,
+        ),
+        Slip(
+            1 / _STD,
+            "That is 1/√d_k, the factor the scores are multiplied by, not the spread of q·k. "
+            + _RULE,
+            0.002,
+        ),
+        Slip(
+            0.0,
+            "0 is the mean of q·k (positive and negative products cancel on average), not its "
+            "spread. The standard deviation measures how far q·k typically lands from 0. " + _RULE,
+            0.01,
+        ),
+        Slip(
+            1.0,
+            "1 is the standard deviation of the scaled scores q·k / √d_k. The question asks "
+            "about q·k itself, before dividing: how spread out are the raw dot products?",
+            TOLERANCE,
+        ),
+    ]
+    # √d_k for another common d_k, such as the lesson's d_k = 64.
+    found += [
+        Slip(
+            math.sqrt(d),
+            f"That is √{d}, the standard deviation of q·k for d_k = {d}. The question "
+            f"asks about d_k = {D_K}.",
+            min(TOLERANCE, 0.005 * math.sqrt(d)),
+        )
+        for d in (2**i for i in range(1, 13))
+        if d != D_K
+    ]
+    close = (
+        f"Close, but not close enough: √{D_K} is not a whole number. Give at least two "
+        f"decimals, or let NumPy compute it: `np.sqrt({D_K})`."
     )
+    return [*found, Slip(_STD, close, 1.0)]
+
+
+def _passed(value: float) -> str:
+    return (
+        f"Right: the standard deviation of q·k for d_k = {D_K} is √{D_K} ≈ {_STD:.2f} (you "
+        f"gave {value:g}). Its variance is {D_K}; dividing the scores by √{D_K} brings the "
+        f"standard deviation back to 1."
+    )
+
+
+register(
+    LESSON,
+    solutions.std_512,
+    f"answer_std_512 = a number: the standard deviation of q·k for d_k = {D_K}",
+    NumberCheck(_STD, TOLERANCE, slips, _passed, generic_hint=_RULE),
 )

@@ -6,24 +6,11 @@ measure how far softmax collapses onto one key when the scores are large.
 Lesson: ``notebooks/03_scaling.ipynb``.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
-from .arraycheck import ArrayCheck, Case
-from .inputs import generator
-from .mistakes import Mistake, softmax_rows
-from .registry import Exercise, register
-
-LESSON = "notebooks/03_scaling.ipynb"
-
-
-def entropy(p):
-    safe = np.where(p > 0, p, 1.0)  # log(1) = 0, so entries with p = 0 add exactly 0
-    return -(p * np.log(safe)).sum(axis=-1)  # one number per row, in nats
-
-
-# ---------------------------------------------------------------- checking
+from . import solutions
+from .arrays import ArrayCheck, Case, Mistake, softmax_rows
+from .registry import register
 
 
 def _plogp(p: np.ndarray, log=np.log) -> np.ndarray:
@@ -41,7 +28,7 @@ def cases() -> list[Case]:
     # The square case comes first and has no zeros: there every slip of base, sign, axis
     # or sum gives its own numbers and can be named before 0 · log 0 comes into play.
     # Its columns don't sum to 1, so summing down the columns gives other numbers too.
-    rng = generator(303)
+    rng = np.random.default_rng(303)
     return [
         Case(
             "square p (3×3) without zeros",
@@ -167,22 +154,18 @@ def _range_hint(got, want, inputs):
 
 
 register(
-    Exercise(
-        id="entropy",
-        lesson=LESSON,
-        signature="entropy(p) -> one entropy in nats per row of a 2-D p, shape (n_rows,)",
-        checker=ArrayCheck(
-            name="entropy",
-            cases=cases,
-            reference=reference_entropy,
-            shape_rule="one entropy per row of p, shape (n_rows,)",
-            mistakes=MISTAKES,
-            hints=(_zero_rows_hint, _range_hint),
-            shape_hint=(
-                "p is (n_rows, n): compute p · log p entry by entry (shape (n_rows, n)), "
-                "then sum along the last axis, `.sum(axis=-1)`, for shape (n_rows,)."
-            ),
+    "notebooks/03_scaling.ipynb",
+    solutions.entropy,
+    "entropy(p) -> one entropy in nats per row of a 2-D p, shape (n_rows,)",
+    ArrayCheck(
+        cases,
+        reference=reference_entropy,
+        shape_rule="one entropy per row of p, shape (n_rows,)",
+        mistakes=MISTAKES,
+        hints=(_zero_rows_hint, _range_hint),
+        shape_hint=(
+            "p is (n_rows, n): compute p · log p entry by entry (shape (n_rows, n)), "
+            "then sum along the last axis, `.sum(axis=-1)`, for shape (n_rows,)."
         ),
-        solution=entropy,
-    )
+    ),
 )

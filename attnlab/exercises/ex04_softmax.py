@@ -3,30 +3,26 @@
 Lesson: ``notebooks/04_softmax.ipynb``.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
-from ..masks import causal_mask as reference_causal_mask
-from ..softmax import softmax as reference_softmax
-from ..softmax import softmax_jacobian as reference_softmax_jacobian
+from ..masks import causal_mask
+from ..softmax import softmax, softmax_jacobian
 from . import solutions
-from .arraycheck import ArrayCheck, Case
-from .inputs import generator, readable
-from .mistakes import (
+from .arrays import (
+    ArrayCheck,
+    Case,
     Mistake,
+    overflow_hint,
+    readable,
     softmax_columns,
     softmax_rows,
     softmax_unnormalised,
     softmax_unshifted,
 )
-from .registry import Exercise, register
-from .result import Fail
+from .messages import Fail
+from .registry import register
 
 LESSON = "notebooks/04_softmax.ipynb"
-
-# Beyond this, exp overflows float64 (exp(710) = inf).
-_EXP_LIMIT = 709.0
 
 _SHIFT = (
     "Subtract each row's maximum first, `x - x.max(axis=-1, keepdims=True)`: that leaves "
@@ -46,7 +42,7 @@ def _rows_sum_to_one(e: np.ndarray) -> np.ndarray:
 
 
 def softmax_cases() -> list[Case]:
-    rng = generator(404)
+    rng = np.random.default_rng(404)
     # Large entries are multiples of 1/4, which float32 holds exactly, so an answer
     # computed in float32 loses nothing on them.
     offsets = np.array([[-10_000.0], [0.0], [10_000.0]])
@@ -116,16 +112,11 @@ SOFTMAX_MISTAKES = (
 )
 
 
-def _softmax_overflow_hint(got, want, inputs):
-    x = inputs["x"]
-    if np.isfinite(got.astype(np.float64)).all():
-        return None
-    if np.abs(x).max() > _EXP_LIMIT:
-        return (
-            "Your softmax returned NaN or inf on rows with large entries: exp(10000) "
-            "overflows to inf (and exp(-10000) underflows to 0). " + _SHIFT
-        )
-    return None
+_softmax_overflow_hint = overflow_hint(
+    "Your softmax returned NaN or inf on rows with large entries: exp(10000) "
+    "overflows to inf (and exp(-10000) underflows to 0). " + _SHIFT,
+    lambda inputs: np.abs(inputs["x"]).max(),
+)
 
 
 def _softmax_sum_hint(got, want, inputs):
@@ -150,7 +141,7 @@ def _softmax_sum_hint(got, want, inputs):
 
 
 def jacobian_cases() -> list[Case]:
-    rng = generator(414)
+    rng = np.random.default_rng(414)
     return [
         Case("p = [0.2, 0.3, 0.5]", {"p": np.array([0.2, 0.3, 0.5])}),
         Case("p of length 5", {"p": softmax_rows(readable(rng, 5))}),
@@ -296,55 +287,47 @@ def _as_bool_mask(got: np.ndarray, notes: list[str]) -> np.ndarray:
 # --------------------------------------------------------------- register
 
 register(
-    Exercise(
-        id="softmax",
-        lesson=LESSON,
-        signature="softmax(x) -> probabilities, softmax over the last axis of a 2-D x",
-        checker=ArrayCheck(
-            name="softmax",
-            cases=softmax_cases,
-            reference=reference_softmax,
-            shape_rule="the same shape as x, one probability per entry",
-            mistakes=SOFTMAX_MISTAKES,
-            hints=(_softmax_overflow_hint, _softmax_sum_hint),
-            shape_hint=(
-                "`x.max(axis=-1)` and `e.sum(axis=-1)` drop the last axis; keep it with "
-                "`keepdims=True` (or add `[:, None]`) so that each row's maximum and sum line "
-                "up with that row."
-            ),
+    LESSON,
+    solutions.softmax,
+    "softmax(x) -> probabilities, softmax over the last axis of a 2-D x",
+    ArrayCheck(
+        softmax_cases,
+        reference=softmax,
+        shape_rule="the same shape as x, one probability per entry",
+        mistakes=SOFTMAX_MISTAKES,
+        hints=(_softmax_overflow_hint, _softmax_sum_hint),
+        shape_hint=(
+            "`x.max(axis=-1)` and `e.sum(axis=-1)` drop the last axis; keep it with "
+            "`keepdims=True` (or add `[:, None]`) so that each row's maximum and sum line "
+            "up with that row."
         ),
-        solution=solutions.softmax,
     ),
-    Exercise(
-        id="softmax_jacobian",
-        lesson=LESSON,
-        signature="softmax_jacobian(p) -> J of shape (n, n), J = diag(p) - p pᵀ",
-        checker=ArrayCheck(
-            name="softmax_jacobian",
-            cases=jacobian_cases,
-            reference=reference_softmax_jacobian,
-            shape_rule="one row and one column per entry of p, (n, n)",
-            mistakes=JACOBIAN_MISTAKES,
-            hints=(_jacobian_hint,),
-            shape_hint=(
-                "p is 1-D, shape (n,): `np.outer(p, p)` or `p[:, None] * p[None, :]` makes "
-                "the (n, n) matrix p pᵀ."
-            ),
+)
+register(
+    LESSON,
+    solutions.softmax_jacobian,
+    "softmax_jacobian(p) -> J of shape (n, n), J = diag(p) - p pᵀ",
+    ArrayCheck(
+        jacobian_cases,
+        reference=softmax_jacobian,
+        shape_rule="one row and one column per entry of p, (n, n)",
+        mistakes=JACOBIAN_MISTAKES,
+        hints=(_jacobian_hint,),
+        shape_hint=(
+            "p is 1-D, shape (n,): `np.outer(p, p)` or `p[:, None] * p[None, :]` makes "
+            "the (n, n) matrix p pᵀ."
         ),
-        solution=solutions.softmax_jacobian,
     ),
-    Exercise(
-        id="causal_mask",
-        lesson=LESSON,
-        signature="causal_mask(n) -> bool (n, n), True where key j ≤ query i",
-        checker=ArrayCheck(
-            name="causal_mask",
-            cases=mask_cases,
-            reference=reference_causal_mask,
-            shape_rule="one row per query and one column per key, (n, n)",
-            mistakes=MASK_MISTAKES,
-            prepare=_as_bool_mask,
-        ),
-        solution=solutions.causal_mask,
+)
+register(
+    LESSON,
+    solutions.causal_mask,
+    "causal_mask(n) -> bool (n, n), True where key j ≤ query i",
+    ArrayCheck(
+        mask_cases,
+        reference=causal_mask,
+        shape_rule="one row per query and one column per key, (n, n)",
+        mistakes=MASK_MISTAKES,
+        prepare=_as_bool_mask,
     ),
 )

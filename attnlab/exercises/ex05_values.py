@@ -3,28 +3,24 @@
 Lesson: ``notebooks/05_values.ipynb``.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
-from ..attention import attention as reference_attention
+from ..attention import attention
 from . import solutions
-from .arraycheck import ArrayCheck, Case
-from .inputs import generator, readable
-from .mistakes import (
+from .arrays import (
+    ArrayCheck,
+    Case,
     Mistake,
-    blocked_to_minus_inf,
+    overflow_hint,
+    readable,
     softmax_columns,
     softmax_rows,
     softmax_unnormalised,
     softmax_unshifted,
 )
-from .registry import Exercise, register
+from .registry import register
 
 LESSON = "notebooks/05_values.ipynb"
-
-# Beyond this, exp overflows float64 (exp(710) = inf).
-_EXP_LIMIT = 709.0
 
 _SHAPES = (
     "Q is (n_q, d_k), K is (n_k, d_k) and V is (n_k, d_v): the weights `softmax(Q @ K.T / "
@@ -42,8 +38,13 @@ def _scaled(Q, K, divisor=None):
     return Q @ K.T / (np.sqrt(Q.shape[-1]) if divisor is None else divisor)
 
 
+def blocked_to_minus_inf(S: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """The scores with the keys a bool mask blocks set to -inf (nothing when mask is None)."""
+    return S if mask is None else np.where(mask, S, -np.inf)
+
+
 def _attention_cases(seed: int, with_mask: bool) -> list[Case]:
-    rng = generator(seed)
+    rng = np.random.default_rng(seed)
     shapes = [
         ("Q (2×3), K (4×3), V (4×5): 2 queries, 4 keys, d_k = 3, d_v = 5", 2, 4, 3, 5),
         ("Q (4×2), K (3×2), V (3×6): more queries than keys", 4, 3, 2, 6),
@@ -203,52 +204,39 @@ MASK_MISTAKES = (
 )
 
 
-def _overflow_hint(got, want, inputs):
-    if np.isfinite(got.astype(np.float64)).all():
-        return None
-    if np.abs(_scaled(inputs["Q"], inputs["K"])).max() > _EXP_LIMIT:
-        return (
-            "Your attention returned NaN or inf for large scores: exp(800) overflows to inf. "
-            "Subtract each row's maximum score before exp: that leaves the weights unchanged "
-            "and keeps every exponent ≤ 0."
-        )
-    return None
-
+_overflow_hint = overflow_hint(
+    "Your attention returned NaN or inf for large scores: exp(800) overflows to inf. "
+    "Subtract each row's maximum score before exp: that leaves the weights unchanged "
+    "and keeps every exponent ≤ 0.",
+    lambda inputs: np.abs(_scaled(inputs["Q"], inputs["K"])).max(),
+)
 
 register(
-    Exercise(
-        id="attention",
-        lesson=LESSON,
-        signature="attention(Q, K, V) -> softmax(Q Kᵀ / √d_k) V, shape (n_q, d_v)",
-        checker=ArrayCheck(
-            name="attention",
-            cases=attention_cases,
-            reference=reference_attention,
-            shape_rule="one row per query and one column per value feature, (n_q, d_v)",
-            mistakes=_common_mistakes(),
-            hints=(_overflow_hint,),
-            shape_hint=_SHAPES,
-        ),
-        solution=solutions.attention,
+    LESSON,
+    solutions.attention,
+    "attention(Q, K, V) -> softmax(Q Kᵀ / √d_k) V, shape (n_q, d_v)",
+    ArrayCheck(
+        attention_cases,
+        reference=attention,
+        shape_rule="one row per query and one column per value feature, (n_q, d_v)",
+        mistakes=_common_mistakes(),
+        hints=(_overflow_hint,),
+        shape_hint=_SHAPES,
     ),
-    Exercise(
-        id="masked_attention",
-        lesson=LESSON,
-        signature=(
-            "masked_attention(Q, K, V, mask) -> attention where only keys with mask True "
-            "count, shape (n_q, d_v)"
-        ),
-        checker=ArrayCheck(
-            name="masked_attention",
-            cases=masked_attention_cases,
-            reference=reference_attention,
-            shape_rule="one row per query and one column per value feature, (n_q, d_v)",
-            mistakes=MASK_MISTAKES + _common_mistakes(),
-            hints=(_overflow_hint,),
-            shape_hint=_SHAPES,
-            # The mask is what most mistakes here are about; Q, K and V are too big to read.
-            shown_inputs=("mask",),
-        ),
-        solution=solutions.masked_attention,
+)
+register(
+    LESSON,
+    solutions.masked_attention,
+    "masked_attention(Q, K, V, mask) -> attention where only keys with mask True count, "
+    "shape (n_q, d_v)",
+    ArrayCheck(
+        masked_attention_cases,
+        reference=attention,
+        shape_rule="one row per query and one column per value feature, (n_q, d_v)",
+        mistakes=MASK_MISTAKES + _common_mistakes(),
+        hints=(_overflow_hint,),
+        shape_hint=_SHAPES,
+        # The mask is what most mistakes here are about; Q, K and V are too big to read.
+        shown_inputs=("mask",),
     ),
 )

@@ -12,61 +12,30 @@ the running statistics.
 Lesson: ``notebooks/06_full_attention.ipynb``.
 """
 
-from __future__ import annotations
+from typing import Any
 
 import numpy as np
 
-from ..attention import attention
-from ..multihead import multi_head_attention as reference_multi_head_attention
-from ..softmax import softmax as reference_softmax
-from .arraycheck import ArrayCheck, Case
-from .inputs import generator, readable
-from .mistakes import Mistake, softmax_columns, softmax_rows
-from .registry import Exercise, register
+from ..multihead import merge_heads as _merge
+from ..multihead import multi_head_attention
+from ..multihead import split_heads as _split
+from ..softmax import softmax
+from . import solutions
+from .arrays import (
+    EXP_LIMIT,
+    ArrayCheck,
+    Case,
+    Mistake,
+    overflow_hint,
+    readable,
+    softmax_columns,
+    softmax_rows,
+)
+from .registry import register
 
 LESSON = "notebooks/06_full_attention.ipynb"
 
-# Beyond this, exp overflows float64 (exp(710) = inf).
-_EXP_LIMIT = 709.0
-
-
-# ----------------------------------------------------------- reference solutions
-
-
-def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads):
-    d_head = W_Q.shape[1] // n_heads
-    heads = []
-    for h in range(n_heads):
-        cols = slice(h * d_head, (h + 1) * d_head)  # head h owns this block of columns
-        Q, K, V = X @ W_Q[:, cols], X @ W_K[:, cols], X @ W_V[:, cols]  # each (n, d_head)
-        heads.append(attention(Q, K, V))  # scaled by √d_head, the width of one head
-    return np.concatenate(heads, axis=-1) @ W_O  # heads side by side: (n, d_model)
-
-
-def online_softmax(scores, block_size):
-    m = -np.inf  # the largest score seen so far
-    l = 0.0  # the sum of exp(s - m) over the scores seen so far
-    for start in range(0, len(scores), block_size):
-        block = scores[start : start + block_size]
-        m_new = max(m, block.max())
-        l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()  # old terms rescaled to m_new
-        m = m_new
-    return np.exp(scores - m) / l
-
-
-# ---------------------------------------------------------- multi_head_attention
-
-
-def _split(M, n_heads):
-    """(n, H·d) → (H, n, d): head h gets columns h·d … (h+1)·d − 1."""
-    n, width = M.shape
-    return M.reshape(n, n_heads, width // n_heads).transpose(1, 0, 2)
-
-
-def _merge(heads):
-    """(H, n, d) → (n, H·d): the heads side by side."""
-    h, n, d = heads.shape
-    return heads.transpose(1, 0, 2).reshape(n, h * d)
+# --------------------------------------------------------- multi_head_attention
 
 
 def _split_no_transpose(M, n_heads):
@@ -90,11 +59,18 @@ def _merge_strided(heads):
     return heads.transpose(1, 2, 0).reshape(n, d * h)
 
 
-def _heads(X, W_Q, W_K, W_V, n_heads, *, split=_split, divisor=None, weights=softmax_rows):
-    """Attention in every head, (H, n, d_head), with the given split, scale and softmax."""
-    Q, K, V = (split(X @ W, n_heads) for W in (W_Q, W_K, W_V))
-    d = Q.shape[-1] if divisor is None else divisor
-    return weights(Q @ K.transpose(0, 2, 1) / np.sqrt(d)) @ V
+def _wrong(*, split=_split, merge=_merge, one_head=False, divisor=None, weights=softmax_rows,
+           project=lambda heads, W_O: heads @ W_O):  # fmt: skip
+    """Multi-head attention with one part done wrong: the split or merge of the heads, the
+    number of heads, the scale (``divisor(d_model)`` instead of d_head), the softmax or
+    the output projection."""
+
+    def compute(X, W_Q, W_K, W_V, W_O, n_heads):
+        Q, K, V = (split(X @ W, 1 if one_head else n_heads) for W in (W_Q, W_K, W_V))
+        d = Q.shape[-1] if divisor is None else divisor(W_Q.shape[1])
+        return project(merge(weights(Q @ K.transpose(0, 2, 1) / np.sqrt(d)) @ V), W_O)
+
+    return compute
 
 
 def _softmax_each_column(S):
@@ -102,7 +78,7 @@ def _softmax_each_column(S):
 
 
 def mha_cases() -> list[Case]:
-    rng = generator(606)
+    rng = np.random.default_rng(606)
     shapes = [
         ("X (5×6), d_model = 6, n_heads = 2, so d_head = 3", 5, 6, 2),
         ("X (4×8), d_model = 8, n_heads = 4, so d_head = 2", 4, 8, 4),
@@ -111,7 +87,7 @@ def mha_cases() -> list[Case]:
     ]
     cases = []
     for label, n, d_model, n_heads in shapes:
-        inputs = {"X": readable(rng, n, d_model)}
+        inputs: dict[str, Any] = {"X": readable(rng, n, d_model)}
         for name in ("W_Q", "W_K", "W_V", "W_O"):
             inputs[name] = readable(rng, d_model, d_model, scale=0.7)
         inputs["n_heads"] = n_heads
@@ -130,27 +106,23 @@ MHA_MISTAKES = (
         "You returned the heads side by side but forgot the output projection: multiply the "
         "concatenated heads, shape (n, d_model), by W_O. W_O is what lets the heads' results "
         "mix into every output feature.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge(_heads(X, W_Q, W_K, W_V, n_heads)),
+        _wrong(project=lambda heads, W_O: heads),
     ),
     Mistake(
         "You ran one attention over all d_model columns instead of splitting them into "
         "n_heads heads. Each head attends with its own d_head = d_model / n_heads columns and "
         "its own weights. " + _HEAD_COLUMNS,
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge(_heads(X, W_Q, W_K, W_V, 1)) @ W_O,
+        _wrong(one_head=True),
     ),
     Mistake(
         "You scaled each head's scores by √d_model instead of √d_head. Inside a head the dot "
         "products have d_head terms, so divide by `np.sqrt(d_head)` with "
         "d_head = d_model // n_heads.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge(_heads(X, W_Q, W_K, W_V, n_heads, divisor=W_Q.shape[1])) @ W_O
-        ),
+        _wrong(divisor=lambda d_model: d_model),
     ),
     Mistake(
         "You forgot to scale each head's scores: divide Q Kᵀ by √d_head before the softmax.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge(_heads(X, W_Q, W_K, W_V, n_heads, divisor=1.0)) @ W_O
-        ),
+        _wrong(divisor=lambda d_model: 1.0),
     ),
     Mistake(
         "You split the heads with `reshape(n_heads, n, d_head)` and merged them back with "
@@ -158,46 +130,36 @@ MHA_MISTAKES = (
         "order, row after row of Q, so each 'head' mixes pieces of different tokens. Reshape "
         "to (n, n_heads, d_head) first, then move the head axis to the front with "
         "`.transpose(1, 0, 2)`; to merge, transpose back before reshaping to (n, d_model).",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge_no_transpose(_heads(X, W_Q, W_K, W_V, n_heads, split=_split_no_transpose)) @ W_O
-        ),
+        _wrong(split=_split_no_transpose, merge=_merge_no_transpose),
     ),
     Mistake(
         "You split the heads with `reshape(n_heads, n, d_head)`, without transposing. A "
         "reshape keeps the numbers in memory order, row after row of Q, so each 'head' mixes "
         "pieces of different tokens. Reshape to (n, n_heads, d_head), then "
         "`.transpose(1, 0, 2)`.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge(_heads(X, W_Q, W_K, W_V, n_heads, split=_split_no_transpose)) @ W_O
-        ),
+        _wrong(split=_split_no_transpose),
     ),
     Mistake(
         "Your heads are right, but you merged them with `heads.reshape(n, d_model)` straight "
         "from shape (n_heads, n, d_head). A reshape keeps memory order, so the rows get mixed "
         "up across tokens. Transpose to (n, n_heads, d_head) first, `heads.transpose(1, 0, "
         "2).reshape(n, d_model)`, or `np.concatenate(list_of_heads, axis=-1)`.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge_no_transpose(_heads(X, W_Q, W_K, W_V, n_heads)) @ W_O
-        ),
+        _wrong(merge=_merge_no_transpose),
     ),
     Mistake(
         "Your heads take every n_heads-th column (columns h, h + n_heads, …), as "
         "`reshape(n, d_head, n_heads)` does. " + _HEAD_COLUMNS,
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge_strided(_heads(X, W_Q, W_K, W_V, n_heads, split=_split_strided)) @ W_O
-        ),
+        _wrong(split=_split_strided, merge=_merge_strided),
     ),
     Mistake(
         "Inside each head, your softmax runs down the columns (over the queries). Each "
         "query's row of weights must sum to 1: softmax over the last axis, `axis=-1`.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: (
-            _merge(_heads(X, W_Q, W_K, W_V, n_heads, weights=_softmax_each_column)) @ W_O
-        ),
+        _wrong(weights=_softmax_each_column),
     ),
     Mistake(
         "You multiplied by W_O transposed: the concatenated heads (n, d_model) times W_O "
         "(d_model, d_model) is `heads @ W_O`, not `heads @ W_O.T`.",
-        lambda X, W_Q, W_K, W_V, W_O, n_heads: _merge(_heads(X, W_Q, W_K, W_V, n_heads)) @ W_O.T,
+        _wrong(project=lambda heads, W_O: heads @ W_O.T),
     ),
 )
 
@@ -356,20 +318,15 @@ def _per_block_hint(got, want, inputs):
     return None
 
 
-def _overflow_hint(got, want, inputs):
-    if np.isfinite(got.astype(np.float64)).all():
-        return None
-    if np.abs(inputs["scores"]).max() > _EXP_LIMIT:
-        return (
-            "Your weights contain NaN or inf for scores this large: exp(1000) overflows to "
-            "inf and exp(-1000) underflows to 0. Subtract the running maximum before exp. "
-            + _RUNNING
-        )
-    return None
+_overflow_hint = overflow_hint(
+    "Your weights contain NaN or inf for scores this large: exp(1000) overflows to "
+    "inf and exp(-1000) underflows to 0. Subtract the running maximum before exp. " + _RUNNING,
+    lambda inputs: np.abs(inputs["scores"]).max(),
+)
 
 
 def _nan_hint(got, want, inputs):
-    if np.isfinite(got.astype(np.float64)).all() or np.abs(inputs["scores"]).max() > _EXP_LIMIT:
+    if np.isfinite(got.astype(np.float64)).all() or np.abs(inputs["scores"]).max() > EXP_LIMIT:
         return None
     return (
         "Your weights contain NaN even though these scores are small. Look at the first "
@@ -393,50 +350,38 @@ def _sum_hint(got, want, inputs):
     return None
 
 
-# ---------------------------------------------------------------------- register
-
 register(
-    Exercise(
-        id="multi_head_attention",
-        lesson=LESSON,
-        signature=(
-            "multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads) -> concat(head_1, …, "
-            "head_H) W_O, shape (n, d_model)"
+    LESSON,
+    solutions.multi_head_attention,
+    "multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads) -> concat(head_1, …, head_H) W_O, "
+    "shape (n, d_model)",
+    ArrayCheck(
+        mha_cases,
+        reference=multi_head_attention,
+        shape_rule="one row per token and d_model columns, like X: (n, d_model)",
+        mistakes=MHA_MISTAKES,
+        shape_hint=(
+            "X is (n, d_model). Each head's Q, K and V are (n, d_head) with "
+            "d_head = d_model // n_heads, and each head's output is (n, d_head); side "
+            "by side the heads are (n, d_model) again, and `@ W_O` keeps that shape."
         ),
-        checker=ArrayCheck(
-            name="multi_head_attention",
-            cases=mha_cases,
-            reference=reference_multi_head_attention,
-            shape_rule="one row per token and d_model columns, like X: (n, d_model)",
-            mistakes=MHA_MISTAKES,
-            shape_hint=(
-                "X is (n, d_model). Each head's Q, K and V are (n, d_head) with "
-                "d_head = d_model // n_heads, and each head's output is (n, d_head); side "
-                "by side the heads are (n, d_model) again, and `@ W_O` keeps that shape."
-            ),
-            shown_inputs=("X", "n_heads"),
-        ),
-        solution=multi_head_attention,
+        shown_inputs=("X", "n_heads"),
     ),
-    Exercise(
-        id="online_softmax",
-        lesson=LESSON,
-        signature=(
-            "online_softmax(scores, block_size) -> softmax of a 1-D row, computed block by "
-            "block with a running maximum and a running sum"
+)
+register(
+    LESSON,
+    solutions.online_softmax,
+    "online_softmax(scores, block_size) -> softmax of a 1-D row, computed block by block "
+    "with a running maximum and a running sum",
+    ArrayCheck(
+        online_cases,
+        reference=lambda scores, block_size: softmax(scores),
+        shape_rule="one weight per score, (n,)",
+        mistakes=ONLINE_MISTAKES,
+        hints=(_overflow_hint, _nan_hint, _per_block_hint, _sum_hint),
+        shape_hint=(
+            "scores is 1-D, shape (n,): a block is `scores[start:start + block_size]`, "
+            "and its maximum and sum are single numbers."
         ),
-        checker=ArrayCheck(
-            name="online_softmax",
-            cases=online_cases,
-            reference=lambda scores, block_size: reference_softmax(scores),
-            shape_rule="one weight per score, (n,)",
-            mistakes=ONLINE_MISTAKES,
-            hints=(_overflow_hint, _nan_hint, _per_block_hint, _sum_hint),
-            shape_hint=(
-                "scores is 1-D, shape (n,): a block is `scores[start:start + block_size]`, "
-                "and its maximum and sum are single numbers."
-            ),
-        ),
-        solution=online_softmax,
     ),
 )

@@ -3,32 +3,16 @@
 Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
-from ..backward import softmax_backward as reference_softmax_backward
-from .arraycheck import ArrayCheck, Case
-from .inputs import generator, readable
-from .mistakes import Mistake, softmax_rows
-from .registry import Exercise, register
-
-LESSON = "notebooks/07_does_scaling_matter.ipynb"
-
-
-# ------------------------------------------------------ reference solution
-
-
-def softmax_backward(p, grad_p):
-    dot = (grad_p * p).sum(axis=-1, keepdims=True)  # Σ_j g_j p_j: one number per row
-    return p * (grad_p - dot)
-
-
-# ------------------------------------------------------------ test inputs
+from ..backward import softmax_backward
+from . import solutions
+from .arrays import ArrayCheck, Case, Mistake, readable, softmax_rows
+from .registry import register
 
 
 def backward_cases() -> list[Case]:
-    rng = generator(707)
+    rng = np.random.default_rng(707)
     peaked = softmax_rows(np.array([[6.0, 0.0, -1.0, 0.5], [0.0, 0.1, 0.2, 0.3]]))
     # The square case comes first: a sum without keepdims runs there (and can be named),
     # where on other shapes it stops with a broadcasting error.
@@ -142,25 +126,19 @@ def _rows_sum_to_zero_hint(got, want, inputs):
     )
 
 
-# --------------------------------------------------------------- register
-
 register(
-    Exercise(
-        id="softmax_backward",
-        lesson=LESSON,
-        signature="softmax_backward(p, grad_p) -> ∂L/∂x like p, rows of p = softmax(x)",
-        checker=ArrayCheck(
-            name="softmax_backward",
-            cases=backward_cases,
-            reference=reference_softmax_backward,
-            shape_rule="the shape of p and grad_p, one gradient entry per score",
-            mistakes=BACKWARD_MISTAKES,
-            hints=(_rows_sum_to_zero_hint,),
-            shape_hint=(
-                "`(grad_p * p).sum(axis=-1)` drops the last axis; keep it with "
-                "`keepdims=True` (or add `[:, None]`) so each row's sum lines up with that row."
-            ),
+    "notebooks/07_does_scaling_matter.ipynb",
+    solutions.softmax_backward,
+    "softmax_backward(p, grad_p) -> ∂L/∂x like p, rows of p = softmax(x)",
+    ArrayCheck(
+        backward_cases,
+        reference=softmax_backward,
+        shape_rule="the shape of p and grad_p, one gradient entry per score",
+        mistakes=BACKWARD_MISTAKES,
+        hints=(_rows_sum_to_zero_hint,),
+        shape_hint=(
+            "`(grad_p * p).sum(axis=-1)` drops the last axis; keep it with "
+            "`keepdims=True` (or add `[:, None]`) so each row's sum lines up with that row."
         ),
-        solution=softmax_backward,
     ),
 )

@@ -1,8 +1,9 @@
-"""The exercise registry: one ``Exercise`` record per id.
+"""The exercise registry, and the two functions a learner calls: ``check`` and ``solution``.
 
-Every lesson's exercise module builds its records and calls ``register`` once;
-``attnlab.exercises`` imports that module, which is what makes the ids known
-to ``check`` and ``solution``.
+Each lesson's module (``exNN_<lesson>.py`` in this package, found automatically)
+calls ``register`` once per exercise; the exercise's id is the name of its reference
+solution in ``solutions.py``. Used in every lesson notebook, e.g.
+``attnlab.check("softmax", softmax)`` and ``attnlab.solution("softmax")``.
 """
 
 from __future__ import annotations
@@ -10,49 +11,59 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from .result import CheckResult
+from .calling import DEFAULT_TIMEOUT
+from .messages import CheckResult, SolutionCode
+from .numbers import is_real_number
+
+
+class Checker(Protocol):
+    """Grades one answer: a function (or, for a numeric question, a number) → PASS or FAIL.
+
+    ``name`` is the exercise id, as the learner's function is called; ``timeout`` is the
+    limit in seconds for each call of the answer (None: no limit).
+    """
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult: ...
 
 
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise.
-
-    ``checker(answer, timeout=...)`` returns a ``CheckResult``; ``solution`` is the
-    reference function whose source ``attnlab.solution(id)`` shows.
-    """
+    """One exercise: its id, the notebook that asks for it, what the learner writes, the
+    checker, and the reference solution whose source ``solution(id)`` shows."""
 
     id: str
-    lesson: str  # the notebook that asks for it, e.g. "notebooks/04_softmax.ipynb"
-    signature: str  # what the learner writes, e.g. "softmax(x) -> array like x"
-    checker: Callable[..., CheckResult]
-    solution: Callable
+    lesson: str  # e.g. "notebooks/04_softmax.ipynb"
+    signature: str  # e.g. "softmax(x) -> array like x"
+    checker: Checker
+    solution: Callable[..., Any]
 
 
 _EXERCISES: dict[str, Exercise] = {}
 
 
-def register(*exercises: Exercise) -> None:
-    """Make exercises known by id. A lesson calls this once with all of its exercises."""
-    for exercise in exercises:
-        if not isinstance(exercise, Exercise):
-            raise TypeError(f"register() takes Exercise records, got {exercise!r}.")
-        previous = _EXERCISES.get(exercise.id)
-        # Re-registering from the same lesson happens when its module is reloaded.
-        if previous is not None and previous.lesson != exercise.lesson:
-            raise ValueError(
-                f"Exercise id {exercise.id!r} is already used by {previous.lesson}; "
-                f"{exercise.lesson} needs a different id."
-            )
-        _EXERCISES[exercise.id] = exercise
+def register(lesson: str, solution: Callable[..., Any], signature: str, checker: Checker) -> None:
+    """Make an exercise known; its id is the name of ``solution``.
+
+    Registering the same id again from the same lesson replaces it (a module reload).
+    """
+    exercise = Exercise(solution.__name__, lesson, signature, checker, solution)
+    previous = _EXERCISES.get(exercise.id)
+    if previous is not None and previous.lesson != lesson:
+        raise ValueError(
+            f"Exercise id {exercise.id!r} is already used by {previous.lesson}; "
+            f"{lesson} needs a different id."
+        )
+    _EXERCISES[exercise.id] = exercise
 
 
 def exercise_ids() -> tuple[str, ...]:
-    """All registered ids, in the order the lessons registered them."""
+    """All registered ids, in lesson order."""
     return tuple(_EXERCISES)
 
 
-def get_exercise(exercise_id) -> Exercise:
+def get_exercise(exercise_id: str) -> Exercise:
     """The record for an id; a ValueError naming every known id if there is none."""
     if isinstance(exercise_id, str) and exercise_id in _EXERCISES:
         return _EXERCISES[exercise_id]
@@ -60,3 +71,49 @@ def get_exercise(exercise_id) -> Exercise:
     close = difflib.get_close_matches(str(exercise_id), list(_EXERCISES), n=1)
     guess = f" Did you mean {close[0]!r}?" if close else ""
     raise ValueError(f"Unknown exercise id {exercise_id!r}.{guess} Known ids: {known}.")
+
+
+def check(exercise_id: str, answer: Any, *, timeout: float | None = DEFAULT_TIMEOUT) -> CheckResult:
+    """Check the learner's answer (their function, or a number for a numeric question).
+
+    Returns a ``CheckResult`` (PASS or FAIL with a message) and never raises because of
+    the answer. ``timeout`` is the limit in seconds for each call of the answer (None:
+    no limit). An unknown id raises ValueError listing the known ones.
+
+    Shapes: ``answer`` takes and returns the shapes the exercise's signature names, e.g.
+    ``softmax(x)``: x ``(n, m)`` → ``(n, m)``. Usage in a notebook::
+
+        attnlab.check("softmax", softmax)
+
+    Lessons: every notebook with exercises, ``notebooks/00_start_here.ipynb`` to
+    ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    exercise = get_exercise(exercise_id)
+    if timeout is not None and not (is_real_number(timeout) and timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}.")
+    try:
+        return exercise.checker(answer, name=exercise.id, timeout=timeout)
+    except Exception as exc:  # whatever an odd answer does, the learner gets a message
+        return CheckResult(
+            False,
+            f"The checker couldn't work with what your `{exercise_id}` returned "
+            f"({type(exc).__name__}: {exc}). Return a NumPy array of numbers.",
+            exercise_id,
+        )
+
+
+def solution(exercise_id: str) -> SolutionCode:
+    """The reference solution's source code for ``exercise_id``, as a str.
+
+    In a notebook it shows as a highlighted code block. Shapes: the solution takes and
+    returns the shapes of the exercise's signature. Usage::
+
+        attnlab.solution("softmax")
+
+    Lessons: every notebook with exercises, ``notebooks/00_start_here.ipynb`` to
+    ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    exercise = get_exercise(exercise_id)
+    known = set(_EXERCISES) - {exercise.id}
+    uses = [name for name in exercise.solution.__code__.co_names if name in known]
+    return SolutionCode(exercise.solution, exercise.id, exercise.lesson, uses)

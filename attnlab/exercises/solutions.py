@@ -1,13 +1,20 @@
-"""Reference solutions, written the way a learner would write them.
+"""Reference solutions of every exercise, written the way a learner would write them.
 
-``attnlab.solution(id)`` shows a function's source, so each one is short,
-plain NumPy with no input checking. The checkers compare answers with the
-validated functions of ``attnlab``; the tests check that these pass too.
-Lessons: 01_dot_product (scores), 02_variance (scaled_scores), 04_softmax
-(softmax, softmax_jacobian, causal_mask), 05_values (attention, masked_attention).
+``attnlab.solution(id)`` shows a function's source, so each one is short, plain NumPy
+with no input checking; each function's name is its exercise's id. The checkers
+compare answers with the validated functions of ``attnlab``; the tests check that
+these pass too. Lessons: 00_start_here (scale_factor), 01_dot_product (scores),
+02_variance (scaled_scores, std_512), 03_scaling (entropy), 04_softmax (softmax,
+softmax_jacobian, causal_mask), 05_values (attention, masked_attention),
+06_full_attention (multi_head_attention, online_softmax), 07_does_scaling_matter
+(softmax_backward).
 """
 
 import numpy as np
+
+
+def scale_factor(d_k):
+    return 1 / np.sqrt(d_k)  # the scores are multiplied by this: divided by √d_k
 
 
 def scores(Q, K):
@@ -17,6 +24,17 @@ def scores(Q, K):
 def scaled_scores(Q, K):
     d_k = Q.shape[-1]
     return Q @ K.T / np.sqrt(d_k)  # keeps the scores' variance near 1
+
+
+def std_512():
+    d_k = 512
+    variance = d_k  # Var(q·k) = d_k when every entry of q and k has mean 0 and variance 1
+    return np.sqrt(variance)  # the standard deviation is the square root of the variance
+
+
+def entropy(p):
+    safe = np.where(p > 0, p, 1.0)  # log(1) = 0, so entries with p = 0 add exactly 0
+    return -(p * np.log(safe)).sum(axis=-1)  # one number per row, in nats
 
 
 def softmax(x):
@@ -46,3 +64,29 @@ def masked_attention(Q, K, V, mask):
     S = Q @ K.T / np.sqrt(d_k)
     S = np.where(mask, S, -np.inf)  # blocked keys get exp(-inf) = 0 weight
     return softmax(S) @ V
+
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads):
+    d_head = W_Q.shape[1] // n_heads
+    heads = []
+    for h in range(n_heads):
+        cols = slice(h * d_head, (h + 1) * d_head)  # head h owns this block of columns
+        Q, K, V = X @ W_Q[:, cols], X @ W_K[:, cols], X @ W_V[:, cols]  # each (n, d_head)
+        heads.append(attention(Q, K, V))  # scaled by √d_head, the width of one head
+    return np.concatenate(heads, axis=-1) @ W_O  # heads side by side: (n, d_model)
+
+
+def online_softmax(scores, block_size):
+    m = -np.inf  # the largest score seen so far
+    l = 0.0  # the sum of exp(s - m) over the scores seen so far
+    for start in range(0, len(scores), block_size):
+        block = scores[start : start + block_size]
+        m_new = max(m, block.max())
+        l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()  # old terms rescaled to m_new
+        m = m_new
+    return np.exp(scores - m) / l
+
+
+def softmax_backward(p, grad_p):
+    dot = (grad_p * p).sum(axis=-1, keepdims=True)  # Σ_j g_j p_j: one number per row
+    return p * (grad_p - dot)

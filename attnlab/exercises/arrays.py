@@ -1,0 +1,270 @@
+"""The checker for exercises whose answer is a function returning one array.
+
+``ArrayCheck`` calls the answer on a few seeded test inputs (``Case``), compares with
+the reference from ``attnlab``, and on the first disagreement names the mistake by
+matching the answer against the exercise's known wrong variants (``Mistake``), then
+shows expected against got. Also here: the test-input helpers and the wrong softmaxes
+that several lessons' mistakes are built from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .calling import call_answer, quietly, silenced
+from .messages import CheckResult, Fail, array_block, inputs_block, shape_text
+
+# Loose enough for an answer computed (or returned) in float32, tight enough that every
+# known mistake on the test inputs is far outside it.
+RTOL, ATOL = 1e-4, 1e-6
+# Beyond this, exp overflows float64 (exp(710) = inf).
+EXP_LIMIT = 709.0
+_NOT_NUMBERS = {
+    "O": "Python objects",
+    "U": "text",
+    "S": "bytes",
+    "V": "structured records",
+    "M": "dates",
+    "m": "time spans",
+}
+
+# hint(got, want, inputs) -> a message, or None when it has nothing to say.
+Hint = Callable[[np.ndarray, np.ndarray, dict[str, Any]], "str | None"]
+# prepare(got, notes) -> got in the form to compare; may Fail or add a note to the PASS.
+Prepare = Callable[[np.ndarray, list[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test input: a short description for messages, and the arguments by name."""
+
+    label: str
+    inputs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A classic mistake: ``compute`` takes the exercise's inputs and returns the wrong
+    result it leads to; ``message`` names it and says in one sentence why it's wrong."""
+
+    message: str
+    compute: Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class ArrayCheck:
+    """Checks an answer against ``reference`` on ``cases()``; see the module docstring.
+
+    ``shape_rule`` says what the result's shape should be and why, ``shape_hint`` is
+    added when the learner's code stops on mismatched shapes, ``hints`` explain wrong
+    answers no mistake matches, and ``prepare`` adapts the returned array before
+    comparing (e.g. accepting 0/1 for a bool mask). A failure's example prints the
+    inputs named in ``shown_inputs``; by default all of them when they are small.
+    """
+
+    cases: Callable[[], Sequence[Case]]
+    reference: Callable[..., Any]
+    shape_rule: str
+    mistakes: tuple[Mistake, ...] = ()
+    hints: tuple[Hint, ...] = ()
+    shape_hint: str = ""
+    prepare: Prepare | None = None
+    shown_inputs: tuple[str, ...] | None = None
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
+        if not callable(answer):
+            return CheckResult(
+                False,
+                f"`check` needs your function itself, e.g. `check({name!r}, {name})`, but got a "
+                f"{type(answer).__name__}. Pass the name without calling it (no parentheses).",
+                name,
+            )
+        notes: list[str] = []
+        cases = list(self.cases())
+        try:
+            with silenced():
+                for case in cases:
+                    self._check_case(answer, case, name, timeout, notes)
+        except Fail as fail:
+            return CheckResult(False, fail.message, name)
+        labels = "; ".join(case.label for case in cases)
+        message = (
+            f"Well done! Your `{name}` matches the reference on all {len(cases)} "
+            f"test inputs ({labels})."
+        )
+        return CheckResult(True, "\n\n".join([message, *notes]), name)
+
+    def _check_case(self, answer, case: Case, name: str, timeout, notes: list[str]) -> None:
+        value = call_answer(
+            answer, case.inputs, name=name, timeout=timeout, shape_hint=self.shape_hint
+        )
+        want = np.asarray(quietly(self.reference, *_copies(case.inputs)))
+        got = as_answer_array(value, name, want.ndim)
+        if self.prepare is not None:
+            got = self.prepare(got, notes)
+        if not matches(got, want):
+            example = _example(got, want, case, name, self.shown_inputs)
+            raise Fail(f"{self._diagnosis(got, want, case, name)}\n\n{example}")
+
+    def _diagnosis(self, got: np.ndarray, want: np.ndarray, case: Case, name: str) -> str:
+        for mistake in self.mistakes:
+            wrong = wrong_result(mistake, case.inputs)
+            # A variant that agrees with the reference on this input can't be the explanation.
+            if wrong is not None and not matches(wrong, want) and matches(got, wrong):
+                return mistake.message
+        if got.shape != want.shape:
+            message = (
+                f"Your `{name}` returned {shape_text(got.shape)}, but the result should have "
+                f"{shape_text(want.shape)}: {self.shape_rule}."
+            )
+            if got.ndim == want.ndim > 1 and got.shape == want.shape[::-1]:
+                message += " Yours has the axes the other way round; is something transposed?"
+            elif got.size == want.size and got.ndim != want.ndim:
+                message += " It has the right number of entries, arranged in a different shape."
+            return message
+        for hint in self.hints:
+            message = quietly(hint, got, want, case.inputs)
+            if message:
+                return message
+        if not np.isfinite(got.astype(np.float64)).all():
+            return (
+                f"Your `{name}` returned NaN or inf. Look for a division by zero, "
+                f"inf - inf, or an exponential of a large number."
+            )
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        index = [int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape)]
+        return (
+            f"Your `{name}` returns the right shape but different numbers: the largest "
+            f"difference is {float(diff[tuple(index)]):.3g}, at position {index}."
+        )
+
+
+def _example(got, want, case: Case, name: str, shown: tuple[str, ...] | None) -> str:
+    lines = [f"Test input: {case.label}", *inputs_block(case.inputs, shown)]
+    lines += [f"Expected, {shape_text(want.shape)}:", array_block(want)]
+    lines += [f"Your `{name}` returned, {shape_text(got.shape)}:", array_block(got)]
+    return "\n".join(lines)
+
+
+def _copies(inputs: dict[str, Any]) -> list[Any]:
+    return [np.copy(v) if isinstance(v, np.ndarray) else v for v in inputs.values()]
+
+
+def wrong_result(mistake: Mistake, inputs: dict[str, Any]) -> np.ndarray | None:
+    """What the mistake gives on these inputs; None if it can't run on their shapes."""
+    try:
+        return np.asarray(quietly(mistake.compute, *_copies(inputs)))
+    except Exception:  # a variant that can't run on these shapes explains nothing here
+        return None
+
+
+def matches(got: np.ndarray, want: np.ndarray) -> bool:
+    """Same shape and the same values: exactly for bool arrays, within tolerance otherwise.
+
+    NaN matches NaN, so an answer can be matched against a variant that overflows.
+    """
+    if got.shape != want.shape:
+        return False
+    if want.dtype == np.bool_ or got.dtype == np.bool_:
+        return got.dtype == want.dtype and np.array_equal(got, want)
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    finite = np.abs(want[np.isfinite(want)])
+    # The absolute tolerance grows with the size of the numbers involved.
+    scale = max(1.0, float(finite.max())) if finite.size else 1.0
+    return bool(np.allclose(got, want, rtol=RTOL, atol=ATOL * scale, equal_nan=True))
+
+
+def as_answer_array(value: Any, name: str, expected_ndim: int) -> np.ndarray:
+    """What an answer returned (list, tuple of rows, any dtype, a CPU torch tensor) as a
+    plain ndarray of real numbers or booleans; None, text, complex numbers... Fail."""
+    if value is None:
+        raise Fail(
+            f"Your `{name}` returned None. Did you forget `return`? A function without a "
+            f"`return` statement (or with only `pass` or `...`) gives back None."
+        )
+    if isinstance(value, (str, bytes)):
+        raise Fail(
+            f"Your `{name}` returned a string ({_short(value)}); return the array of numbers "
+            f"itself, not text describing it."
+        )
+    # Rows of a result are arrays too, but with one dimension fewer than the result.
+    if (
+        isinstance(value, tuple)
+        and len(value) > 1
+        and all(isinstance(v, np.ndarray) and v.ndim == expected_ndim for v in value)
+    ):
+        raise Fail(
+            f"Your `{name}` returned {len(value)} arrays (a tuple, e.g. `return a, b`); "
+            f"return only the result."
+        )
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:
+        raise Fail(
+            f"Your `{name}` returned a {type(value).__name__} that NumPy cannot turn into one "
+            f"array ({type(exc).__name__}: {exc}). Are some rows longer than others?"
+        ) from None
+    if type(arr) is not np.ndarray:  # np.matrix and masked arrays behave differently
+        arr = arr.view(np.ndarray)
+    if arr.dtype.kind == "c":
+        raise Fail(
+            f"Your `{name}` returned complex numbers; the result should be real. A square "
+            f"root of a negative number, or np.lib.scimath, can bring them in."
+        )
+    if arr.dtype.kind in _NOT_NUMBERS:
+        raise Fail(
+            f"Your `{name}` returned a {type(value).__name__} holding "
+            f"{_NOT_NUMBERS[arr.dtype.kind]} ({_short(value)}), not numbers; return a NumPy "
+            f"array (or a list of lists) of numbers."
+        )
+    return arr
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def overflow_hint(message: str, size: Callable[[dict[str, Any]], float]) -> Hint:
+    """A hint giving ``message`` when the answer isn't finite and ``size(inputs)``, the
+    largest exponent a plain exp would meet, overflows."""
+
+    def hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+        finite = np.isfinite(got.astype(np.float64)).all()
+        return message if not finite and size(inputs) > EXP_LIMIT else None
+
+    return hint
+
+
+# ------------------------------------------------- test inputs and wrong softmaxes
+
+
+def readable(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
+    """Seeded normal random numbers rounded to one decimal (0.3, -1.2): quick to read."""
+    return np.round(rng.normal(scale=scale, size=shape), 1)
+
+
+def softmax_rows(S: np.ndarray) -> np.ndarray:
+    """Correct softmax over the last axis, as a building block of wrong answers."""
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_columns(S: np.ndarray) -> np.ndarray:
+    """Softmax over the first axis: each column sums to 1."""
+    return softmax_rows(S.T).T
+
+
+def softmax_unshifted(S: np.ndarray) -> np.ndarray:
+    """Softmax without subtracting the maximum: overflows to inf/inf = NaN for large S."""
+    e = np.exp(S)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_unnormalised(S: np.ndarray) -> np.ndarray:
+    """exp(S - row max) without dividing by the row sums."""
+    return np.exp(S - S.max(axis=-1, keepdims=True))
