@@ -1,4 +1,4 @@
-"""Input checking shared by every function of the attention math.
+"""Input checking and numeric limits shared by the attention math, the lessons and the checker.
 
 Every public function turns its array arguments into NumPy arrays here, so
 that a learner's mistake (a complex array, a NaN, mismatched shapes) is
@@ -10,6 +10,10 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+
+# exp(x) overflows float64 once x passes log(1.8e308) ≈ 709.78; a score gap
+# beyond this is where a softmax without its max-subtraction returns inf / inf.
+EXP_LIMIT = 709.0
 
 # dtype kinds that are not real numbers: complex, bytes, str, object, void,
 # datetime and timedelta.
@@ -84,12 +88,35 @@ def check_scale(scale, d_k: int) -> float:
     return scale
 
 
-def check_size(n, name: str) -> int:
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+def is_whole_number(x) -> bool:
+    """True for Python and NumPy integers, False for everything else, bools included.
+
+    ``True`` is an ``int`` in Python, but ``n_heads=True`` is a mistake, not 1.
+    """
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+
+
+def check_whole_number(n, name: str, minimum: int = 0) -> int:
+    """Return ``n`` as an int; raise naming ``name`` if it is not whole (TypeError) or too small."""
+    if not is_whole_number(n):
         raise TypeError(f"{name} must be a whole number, got {n!r}.")
-    if n < 0:
-        raise ValueError(f"{name} must not be negative, got {n}.")
+    if n < minimum:
+        if minimum == 0:
+            raise ValueError(f"{name} must not be negative, got {n}.")
+        raise ValueError(f"{name} must be at least {minimum}, got {n}.")
     return int(n)
+
+
+def check_size(n, name: str) -> int:
+    """A size: a whole number ≥ 0."""
+    return check_whole_number(n, name, 0)
+
+
+def check_flag(flag, name: str) -> bool:
+    """Return ``flag`` as a bool, or raise a TypeError naming it (1 and "yes" are refused)."""
+    if not isinstance(flag, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {flag!r}.")
+    return bool(flag)
 
 
 def check_qkv(Q, K, V=None):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._inputs import as_real_array, check_scale
-from .attention import attention
+from .fast import attention
 
 
 def softmax_backward(p, grad_p) -> np.ndarray:
