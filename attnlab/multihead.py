@@ -82,8 +82,8 @@ def multi_head_attention(
     # Each group of H / H_kv query heads reads the same key and value head.
     K = np.repeat(K, n_heads // n_kv, axis=-3)
     V = np.repeat(V, n_heads // n_kv, axis=-3)
-    heads = attention(Q, K, V, mask, causal=causal, return_weights=return_weights)
-    if return_weights:
-        heads, weights = heads
+    result = attention(Q, K, V, mask, causal=causal, return_weights=return_weights)
+    if isinstance(result, tuple):  # return_weights=True
+        heads, weights = result
         return merge_heads(heads) @ W_O, weights
-    return merge_heads(heads) @ W_O
+    return merge_heads(result) @ W_O

@@ -125,7 +125,7 @@ def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 400, seed: in
     Lesson: ``notebooks/03_scaling.ipynb``.
     """
     d_ks = np.asarray(d_ks, dtype=int)
-    stats = {k: [] for k in ("std", "mr", "ms", "hr", "hs", "jr", "js")}
+    stats: dict[str, list[float]] = {k: [] for k in ("std", "mr", "ms", "hr", "hs", "jr", "js")}
     for i, d_k in enumerate(d_ks):
         S = random_score_rows(int(d_k), n_keys, n_rows, seed=seed + i)
         raw, scaled = softmax(S), softmax(S / np.sqrt(d_k))
