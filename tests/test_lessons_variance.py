@@ -230,15 +230,6 @@ def test_an_answer_cell_that_has_not_run_gets_a_friendly_message():
     assert "isn't defined yet" in result.message and "NameError" not in result.message
 
 
-def _check_takes_numbers() -> bool:
-    return "your function itself" not in check("std_512", STD).message
-
-
-@pytest.mark.xfail(
-    not _check_takes_numbers(),
-    reason="attnlab.exercises.api.check still turns away answers that aren't functions",
-    strict=False,
-)
 def test_check_takes_the_number_itself():
     assert check("std_512", STD).passed
     assert "That is the variance" in check("std_512", 512).message
