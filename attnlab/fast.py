@@ -1,7 +1,17 @@
-"""Scaled dot-product attention, the whole formula.
+"""Scaled dot-product attention, tuned for speed: the same contract and results as
+:func:`attnlab.attention`, which is the version to read.
 
-Lessons: ``notebooks/05_values.ipynb`` (the ·V step and the worked example)
-and ``notebooks/06_full_attention.ipynb`` (batches, heads, masks, cost).
+The scores are computed a tile of queries at a time, so each tile stays in cache
+while it is exponentiated in place: a proven bound on the scores (Cauchy–Schwarz)
+lets the max-subtraction be skipped, the exponentials are spread over the cores,
+and a column of ones appended to V sums each row's weights in the second matrix
+product. Masks and the causal rule are applied per tile, never built in full.
+
+It serves where speed is the point: :func:`attnlab.multi_head_attention`, the
+forward pass of :func:`attnlab.attention_backward`, and :func:`attnlab.tiled_attention`
+(which shares its masks and tiles). The lessons teach the formula with
+:func:`attnlab.attention` (``notebooks/05_values.ipynb``) and measure its cost with
+it too (``notebooks/06_full_attention.ipynb``).
 """
 
 from __future__ import annotations
@@ -222,8 +232,9 @@ def attention(
     Integer and bool inputs compute in float64; float16 computes in float32
     and is returned as float16.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb`` trains with it; the
-    formula itself is taught with :func:`attnlab.attention` in ``notebooks/05_values.ipynb``.
+    Lesson: the formula is taught with :func:`attnlab.attention` in
+    ``notebooks/05_values.ipynb``; this version is for code where speed is the
+    point, such as training the model of ``notebooks/07_does_scaling_matter.ipynb``.
     """
     check_flag(return_weights, "return_weights")
     p = prepare(Q, K, V, mask, causal, scale)

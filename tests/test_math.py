@@ -218,6 +218,23 @@ def test_huge_scores_no_warning_no_nan(rng, fn, magnitude):
     np.testing.assert_allclose(out, V[winners], atol=1e-9)
 
 
+@pytest.mark.parametrize("magnitude", [1.0, 1e3, 1e300])
+def test_fast_path_split_across_threads_matches_the_readable_one(rng, magnitude):
+    """Large enough that the fast path exponentiates its rows in several threads."""
+    Q, K, V = qkv(rng, n_q=300, n_k=400, d_k=16, d_v=5, batch=(2,))
+    keep = rng.random((300, 400)) < 0.5
+    keep[7] = False  # a query that may attend to no key
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fast_out, fast_W = fast_attention(Q * magnitude, K, V, keep, return_weights=True)
+        out, W = attention(Q * magnitude, K, V, keep, return_weights=True)
+        fast32 = fast_attention(Q.astype(np.float32), K, V, causal=True)
+    np.testing.assert_allclose(fast_out, out, atol=1e-9)
+    np.testing.assert_allclose(fast_W, W, atol=1e-12)
+    assert np.all(fast_out[:, 7] == 0) and np.all(fast_W[:, 7] == 0)
+    np.testing.assert_allclose(fast32, attention(Q, K, V, causal=True), atol=1e-5)
+
+
 def test_softmax_of_huge_entries():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
