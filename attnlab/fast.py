@@ -7,11 +7,11 @@ lets the max-subtraction be skipped, the exponentials are spread over the cores,
 and a column of ones appended to V sums each row's weights in the second matrix
 product. Masks and the causal rule are applied per tile, never built in full.
 
-It serves where speed is the point: :func:`attnlab.multi_head_attention`, the
-forward pass of :func:`attnlab.attention_backward`, and :func:`attnlab.tiled_attention`
-(which shares its masks and tiles). The lessons teach the formula with
-:func:`attnlab.attention` (``notebooks/05_values.ipynb``) and measure its cost with
-it too (``notebooks/06_full_attention.ipynb``).
+It serves where speed is the point: the forward pass of
+:func:`attnlab.attention_backward` (which lesson 07's training calls), and
+:func:`attnlab.tiled_attention` (which shares its masks and tiles). The lessons
+teach the formula with :func:`attnlab.attention` (``notebooks/05_values.ipynb``)
+and measure its cost with it too (``notebooks/06_full_attention.ipynb``).
 """
 
 from __future__ import annotations

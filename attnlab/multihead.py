@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._inputs import as_real_array, check_flag, check_whole_number, require_finite, require_ndim
-from .fast import attention
+from .attention import attention
 
 
 def _check_weight(W: ArrayLike, name: str, rows: int, cols: int | None = None) -> np.ndarray:

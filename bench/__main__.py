@@ -153,6 +153,8 @@ def main() -> None:
     for name, module in (("attention", attention), ("widgets", widgets), ("notebooks", notebooks)):
         if not only or name in only:
             results[name] = module.run()
+            # A partial run keeps older parts, so each part names its own machine.
+            results.setdefault("measured_on", {})[name] = results["machine"]
     if {"attention", "widgets", "notebooks"} <= results.keys():
         report(results)
     else:

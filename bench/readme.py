@@ -34,6 +34,7 @@ def table(results: dict) -> str:
         lines.append("")
     if "attention" in results:
         a = results["attention"]
+        m = results.get("measured_on", {}).get("attention", m)
         torch = a.get("torch")
         lines += [
             f"`attnlab.fast.attention`, float32, d = 64, {a.get('threads', '?')} threads, "
