@@ -42,15 +42,19 @@ AVX512_PREFIXES = ("AVX512", "X86_V4")
 
 
 def best_times(fns: dict, repeats: int) -> dict:
-    """Best seconds of each function, the functions called in turn, repeat by repeat."""
+    """Best seconds of each function, the functions called in turn, repeat by repeat.
+
+    A function that returns a float has timed itself (torch, in its own process).
+    """
     for fn in fns.values():
         fn()  # warm up
     times: dict = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
             start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
+            own = fn()
+            elapsed = time.perf_counter() - start
+            times[name].append(own if isinstance(own, float) else elapsed)
     return {name: min(t) for name, t in times.items()}
 
 
@@ -73,76 +77,94 @@ def threads() -> int:
     return attnlab.fast._cores()
 
 
-# Timed in a child process: torch's OpenMP threads and NumPy's OpenBLAS threads
-# spin against each other when both live in one process.
-_TORCH_TIMES = """
+# torch runs in a child process: torch's OpenMP threads and NumPy's OpenBLAS
+# threads spin against each other when both live in one process. The child
+# times one call per request, so torch's repeats interleave with NumPy's and a
+# busy spell on the machine slows both sides alike.
+_TORCH_CHILD = """
 import json, sys, time
 import numpy as np
 import torch
 F = torch.nn.functional
-sizes, threads, repeats = json.loads(sys.argv[1])
-torch.set_num_threads(threads)
-out = {}
-for n, r in zip(sizes, repeats):
-    rng = np.random.default_rng(0)
-    Q, K, V = (torch.from_numpy(rng.standard_normal((n, 64), dtype=np.float32)) for _ in "QKV")
-    times = []
+torch.set_num_threads(int(sys.argv[1]))
+print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
+qkv = {}
+for line in sys.stdin:
+    n = int(line)
+    if n not in qkv:
+        rng = np.random.default_rng(0)
+        qkv = {n: [torch.from_numpy(rng.standard_normal((n, 64), dtype=np.float32)) for _ in "QKV"]}
     with torch.no_grad():
-        F.scaled_dot_product_attention(Q, K, V)
-        for _ in range(r):
-            start = time.perf_counter()
-            F.scaled_dot_product_attention(Q, K, V)
-            times.append(time.perf_counter() - start)
-    out[n] = min(times)
-print(json.dumps({"times": out, "torch": torch.__version__, "threads": torch.get_num_threads()}))
+        start = time.perf_counter()
+        F.scaled_dot_product_attention(*qkv[n])
+        print(time.perf_counter() - start, flush=True)
 """
 
 
-def torch_times(sizes) -> dict | None:
-    """Best seconds of torch's F.scaled_dot_product_attention on the CPU per n, or None."""
-    if importlib.util.find_spec("torch") is None:
-        return None
-    arg = json.dumps([list(sizes), threads(), [repeats_for(n) for n in sizes]])
-    done = subprocess.run(
-        [sys.executable, "-c", _TORCH_TIMES, arg], capture_output=True, text=True, check=True
-    )
-    result = json.loads(done.stdout)
-    result["times"] = {int(n): t for n, t in result["times"].items()}
-    return result
+class TorchTimer:
+    """torch's F.scaled_dot_product_attention on the CPU, timed in a child process."""
+
+    def __init__(self, threads: int):
+        self.child = subprocess.Popen(
+            [sys.executable, "-c", _TORCH_CHILD, str(threads)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.about = json.loads(self._read())
+
+    def _read(self) -> str:
+        line = self.child.stdout.readline()
+        if not line:
+            raise RuntimeError("the torch timing process stopped")
+        return line
+
+    def __call__(self, n: int) -> float:
+        """Seconds of one call at this n (Q, K, V of shape (n, 64), float32)."""
+        self.child.stdin.write(f"{n}\n")
+        self.child.stdin.flush()
+        return float(self._read())
+
+    def close(self) -> None:
+        self.child.stdin.close()
+        self.child.wait()
+
+
+def torch_timer() -> TorchTimer | None:
+    return TorchTimer(threads()) if importlib.util.find_spec("torch") is not None else None
 
 
 def attention_rows(rng, sizes=SIZES) -> tuple[list[dict], dict | None]:
-    """One row per n: the fast path, its two matrix products, the readable version, torch.
-
-    torch runs first, in its own process, so the NumPy figures of each n and
-    torch's are as close in time as one process allows.
-    """
-    torch = torch_times(sizes)
+    """One row per n: the fast path, its two matrix products, the readable version, torch."""
+    torch = torch_timer()
     rows = []
-    for n in sizes:
-        Q, K, V = inputs(n, n, rng)
-        best = best_times(
-            {
+    try:
+        for n in sizes:
+            Q, K, V = inputs(n, n, rng)
+            fns = {
                 "fast": lambda: attnlab.fast.attention(Q, K, V),  # noqa: B023
                 "matmuls": lambda: two_matmuls(Q, K, V),  # noqa: B023
                 "readable": lambda: attnlab.attention(Q, K, V),  # noqa: B023
-            },
-            repeats_for(n),
-        )
-        row = {
-            "n": n,
-            "attention_ms": best["fast"] * 1e3,
-            "matmuls_ms": best["matmuls"] * 1e3,
-            "readable_ms": best["readable"] * 1e3,
-            "ratio_to_matmuls": best["fast"] / best["matmuls"],
-            "readable_to_fast": best["readable"] / best["fast"],
-        }
+            }
+            if torch is not None:
+                fns["torch"] = lambda: torch(n)  # noqa: B023
+            best = best_times(fns, repeats_for(n))
+            row = {
+                "n": n,
+                "attention_ms": best["fast"] * 1e3,
+                "matmuls_ms": best["matmuls"] * 1e3,
+                "readable_ms": best["readable"] * 1e3,
+                "ratio_to_matmuls": best["fast"] / best["matmuls"],
+                "readable_to_fast": best["readable"] / best["fast"],
+            }
+            if torch is not None:
+                row["torch_ms"] = best["torch"] * 1e3
+                row["ratio_to_torch"] = best["fast"] / best["torch"]
+            rows.append(row)
+    finally:
         if torch is not None:
-            row["torch_ms"] = torch["times"][n] * 1e3
-            row["ratio_to_torch"] = best["fast"] / torch["times"][n]
-        rows.append(row)
-    about_torch = None if torch is None else {k: torch[k] for k in ("torch", "threads")}
-    return rows, about_torch
+            torch.close()
+    return rows, None if torch is None else torch.about
 
 
 def avx512_features() -> list[str]:
