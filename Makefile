@@ -17,21 +17,14 @@ PYTEST := $(BIN)/python -m pytest
 # Jupyter refuses to run as root unless told; CI and containers run as root.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help env lab test test-browser test-cpus lint unit nbval notebooks bench lock clean release autograde feedback
+.PHONY: help env lab test test-browser test-cpus lint typecheck unit nbval notebooks bench lock clean release autograde feedback
 
+## list every target with what it does (from the `## ` line above each target)
 help:
-	@echo "make lab     start JupyterLab at the first lesson (builds .venv if needed)"
-	@echo "make test    lint, unit and property tests, every notebook under nbval"
-	@echo "make test-browser  every widget in a real Chromium (needs Debian's chromium package)"
-	@echo "make test-cpus  every notebook under nbval with other BLAS kernels, one BLAS thread,"
-	@echo "                NumPy's widest SIMD off, and Python 3.10 and 3.13"
-	@echo "make env     build or update only the course environment in $(VENV)"
-	@echo "make bench   speed and memory benchmarks (results in bench/results/)"
-	@echo "make release    instructors: student versions of every lesson under release/"
-	@echo "make autograde  instructors: grade submitted/<student>/<lesson>/ into grades.csv"
-	@echo "make feedback   instructors: an HTML report per graded submission under feedback/"
-	@echo "make notebooks  re-run the lesson notebooks and save them with fresh outputs"
+	@awk '/^## /{doc=substr($$0,4); next} /^[a-z][a-zA-Z_-]*:([^=]|$$)/{split($$0,t,":"); \
+	  printf "make %-13s %s\n", t[1], (doc ? doc : "(undocumented: add a ## line above it)")} {doc=""}' $(MAKEFILE_LIST)
 
+## build or update only the course environment in .venv
 env: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
@@ -46,6 +39,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 # Learners work in workspace/: their own copies of the lessons, exercise versions
 # without solutions. A copy they have edited is never overwritten.
+## start JupyterLab at the first lesson (builds .venv if needed)
 lab: env
 	@$(BIN)/python tools/course.py learner --into workspace
 	@# nbgrader's panels need an exchange that a learner working alone does not have.
@@ -56,30 +50,43 @@ lab: env
 	  --ServerApp.root_dir=workspace --LabApp.default_url=/lab/tree/00_start_here.ipynb
 
 # Instructors: student versions under release/, then grade submitted/ into grades.csv.
+## instructors: student versions of every lesson under release/
 release: env
 	$(BIN)/python tools/course.py release
 
+## instructors: grade submitted/<student>/<lesson>/ into grades.csv
 autograde: env
 	$(BIN)/python tools/course.py autograde
 
+## instructors: an HTML report per graded submission under feedback/
 feedback: env
 	$(BIN)/python tools/course.py feedback
 
+## lint, type check, unit and property tests, every notebook under nbval
 test: lint unit nbval
 
+## ruff check, ruff format --check and mypy (the same checks as .pre-commit-config.yaml)
 lint: env
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(MAKE) --no-print-directory typecheck
+
+## mypy on the attnlab package (configured in pyproject.toml)
+typecheck: env
+	$(BIN)/mypy
 
 # pytest exits 5 when it collects nothing; that must fail the build, loudly.
+## unit and property tests (tests/, without the browser test)
 unit: env
 	@$(PYTEST) tests --ignore=tests/browser || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
 
+## run every lesson notebook and compare its outputs (nbval)
 nbval: env
 	@$(PYTEST) --nbval --nbval-current-env --sanitize-with tests/nbval_sanitize.cfg notebooks \
 	  || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no notebook cells were collected"; exit $$rc; }
 
 # A real Chromium (Debian's package) drives JupyterLab: every widget renders and responds.
+## every widget in a real Chromium (needs Debian's chromium package)
 test-browser: env
 	@$(PYTEST) tests/browser || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no browser tests were collected"; exit $$rc; }
 
@@ -87,6 +94,7 @@ test-browser: env
 # underneath, then with the oldest and the newest Python the lock covers, each in its
 # own environment (only what the lessons need).
 OTHER_PYTHONS := 3.10 3.13
+## every notebook under nbval again: other BLAS kernels, one BLAS thread, NumPy's widest SIMD off, Python 3.10 and 3.13
 test-cpus: env
 	$(BIN)/python tools/other_cpus.py
 	@for v in $(OTHER_PYTHONS); do \
@@ -94,14 +102,18 @@ test-cpus: env
 	  $(MAKE) --no-print-directory nbval PYTHON=python$$v EXTRAS=lab,test || exit 1; \
 	done
 
+## re-run the lesson notebooks and save them with fresh outputs
 notebooks: env
 	$(BIN)/python tools/run_notebooks.py
 
+## speed and memory benchmarks, each figure with its CPU (results in bench/results/)
 bench: env
 	$(BIN)/python -m bench
 
+## regenerate constraints.txt, the pinned course environment (needs PyPI)
 lock:
 	$(PYTHON) tools/lock.py
 
+## remove the environment, benchmark results and test caches
 clean:
-	rm -rf $(VENV) .venv-3.* bench/results .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-3.* bench/results .pytest_cache .hypothesis .mypy_cache

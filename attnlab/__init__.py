@@ -1,16 +1,19 @@
 """attnlab: scaled dot-product attention, softmax(Q Kᵀ / √d_k) V, taught in NumPy.
 
 The attention math lives in small modules, one per idea, each pointing to the
-lesson notebook that teaches it. ``import attnlab`` loads NumPy only; the
+lesson notebook that teaches it. :func:`attention` is the formula as the
+lessons write it; :func:`attnlab.fast.attention` computes the same result
+faster, over cache-sized tiles. ``import attnlab`` loads NumPy only; the
 plots and widgets load matplotlib and ipywidgets when first used.
 """
 
+from . import fast as fast  # the tuned attention, by name: attnlab.fast.attention
 from .attention import attention
 from .backward import attention_backward, softmax_backward
 from .masks import causal_mask
 from .multihead import multi_head_attention
 from .scores import scaled_scores, scores
-from .softmax import softmax, softmax_jacobian
+from .softmax import entropy, softmax, softmax_jacobian
 from .tiled import tiled_attention
 
 __version__ = "0.1.0"
@@ -21,6 +24,7 @@ __all__ = [
     "check",
     "solution",
     "causal_mask",
+    "entropy",
     "multi_head_attention",
     "scaled_scores",
     "scores",

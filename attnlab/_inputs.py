@@ -1,4 +1,4 @@
-"""Input checking shared by every function of the attention math.
+"""Input checking and numeric limits shared by the attention math, the lessons and the checker.
 
 Every public function turns its array arguments into NumPy arrays here, so
 that a learner's mistake (a complex array, a NaN, mismatched shapes) is
@@ -8,8 +8,14 @@ reported by name before any arithmetic runs.
 from __future__ import annotations
 
 import numbers
+from typing import TypeGuard, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+# exp(x) overflows float64 once x passes log(1.8e308) ≈ 709.78; a score gap
+# beyond this is where a softmax without its max-subtraction returns inf / inf.
+EXP_LIMIT = 709.0
 
 # dtype kinds that are not real numbers: complex, bytes, str, object, void,
 # datetime and timedelta.
@@ -24,7 +30,7 @@ _REJECTED_KINDS = {
 }
 
 
-def as_real_array(x, name: str) -> np.ndarray:
+def as_real_array(x: ArrayLike, name: str) -> np.ndarray:
     """Return ``x`` as a real floating-point array, or raise a TypeError naming it.
 
     Integers and booleans become float64; float16 is kept (callers widen it
@@ -70,7 +76,7 @@ def require_finite(arr: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} contains {what}; attention needs finite numbers.")
 
 
-def check_scale(scale, d_k: int) -> float:
+def check_scale(scale: object, d_k: int) -> float:
     """Return the score scale: 1/sqrt(d_k) by default, else the given finite number."""
     if scale is None:
         if d_k == 0:
@@ -84,14 +90,45 @@ def check_scale(scale, d_k: int) -> float:
     return scale
 
 
-def check_size(n, name: str) -> int:
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+def is_whole_number(x: object) -> TypeGuard[int | np.integer]:
+    """True for Python and NumPy integers, False for everything else, bools included.
+
+    ``True`` is an ``int`` in Python, but ``n_heads=True`` is a mistake, not 1.
+    """
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+
+
+def check_whole_number(n: object, name: str, minimum: int = 0) -> int:
+    """Return ``n`` as an int; raise naming ``name`` if it is not whole (TypeError) or too small."""
+    if not is_whole_number(n):
         raise TypeError(f"{name} must be a whole number, got {n!r}.")
-    if n < 0:
-        raise ValueError(f"{name} must not be negative, got {n}.")
+    if n < minimum:
+        if minimum == 0:
+            raise ValueError(f"{name} must not be negative, got {n}.")
+        raise ValueError(f"{name} must be at least {minimum}, got {n}.")
     return int(n)
 
 
+def check_size(n: object, name: str) -> int:
+    """A size: a whole number ≥ 0."""
+    return check_whole_number(n, name, 0)
+
+
+def check_flag(flag: object, name: str) -> bool:
+    """Return ``flag`` as a bool, or raise a TypeError naming it (1 and "yes" are refused)."""
+    if not isinstance(flag, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {flag!r}.")
+    return bool(flag)
+
+
+@overload
+def check_qkv(
+    Q: ArrayLike, K: ArrayLike, V: None = None
+) -> tuple[np.ndarray, np.ndarray, None, tuple[int, ...]]: ...
+@overload
+def check_qkv(
+    Q: ArrayLike, K: ArrayLike, V: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]: ...
 def check_qkv(Q, K, V=None):
     """Validate queries, keys and (optionally) values; return them and their batch shape.
 
@@ -130,7 +167,9 @@ def check_qkv(Q, K, V=None):
     return Q, K, V, batch
 
 
-def check_mask(mask, batch: tuple, n_q: int, n_k: int):
+def check_mask(
+    mask: ArrayLike, batch: tuple[int, ...], n_q: int, n_k: int
+) -> tuple[str, np.ndarray, tuple[int, ...]]:
     """Validate an attention mask; return (kind, array, full batch shape).
 
     kind is "bool" (True = may attend) or "float" (added to the scaled scores).

@@ -1,112 +1,33 @@
-"""Scaled dot-product attention, the whole formula.
+"""Scaled dot-product attention, the whole formula: softmax(Q Kᵀ / √d_k) V.
 
-Lessons: ``notebooks/05_values.ipynb`` (the ·V step and the worked example)
+This is the version to read: each line is one step of the lessons. The same
+result, computed faster over cache-sized tiles, is :func:`attnlab.fast.attention`.
+
+Lesson: ``notebooks/05_values.ipynb`` (the ·V step and the worked example)
 and ``notebooks/06_full_attention.ipynb`` (batches, heads, masks, cost).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ._inputs import check_qkv, check_scale, compute_dtype
-from .masks import MaskTiles
-from .scores import overflow_free_factors
-
-# Rows of queries per tile are chosen so one tile of scores holds about this
-# many numbers (2 MiB in float32, a core's L2 cache on common CPUs): small
-# enough to stay in cache while it is exponentiated and summed in place, large
-# enough that the two matrix products per tile run at full speed.
-_TILE_ELEMENTS = 1 << 19
+from ._inputs import check_flag, check_qkv, check_scale, compute_dtype
+from .masks import attention_mask
+from .scores import scaled_scores
+from .softmax import softmax
 
 
-@dataclass
-class Problem:
-    """Checked inputs of one attention call, in the dtype the work is done in."""
-
-    A: np.ndarray  # scale·Q, broadcast to the full batch: (..., n_q, d_k)
-    bound: float | None  # a bound on every |score| when no float mask is added, else None
-    Bt: np.ndarray  # Kᵀ: (..., d_k, n_k)
-    V: np.ndarray  # (..., n_k, d_v)
-    masks: MaskTiles
-    batch: tuple
-    n_q: int
-    n_k: int
-    d_v: int
-    work: np.dtype
-    out: np.dtype
-
-
-def prepare(Q, K, V, mask, causal, scale) -> Problem:
-    """Check every argument before any work is done, and set up the arithmetic."""
-    Q, K, V, batch = check_qkv(Q, K, V)
-    n_q, d_k = Q.shape[-2:]
-    n_k, d_v = V.shape[-2:]
-    scale = check_scale(scale, d_k)
-    masks = MaskTiles(mask, causal, batch, n_q, n_k)
-    batch = masks.batch
-    work, out = compute_dtype(Q, K, V)
-    A, B = overflow_free_factors(Q, K, scale, work)
-    bound = score_bound(A, B) if masks.kind != "float" else None
-    A = np.broadcast_to(A, (*batch, n_q, d_k))
-    return Problem(
-        A=A,
-        bound=bound,
-        Bt=np.swapaxes(B, -1, -2),
-        V=V.astype(work, copy=False),
-        masks=masks,
-        batch=batch,
-        n_q=n_q,
-        n_k=n_k,
-        d_v=d_v,
-        work=work,
-        out=out,
-    )
-
-
-def apply_mask(S: np.ndarray, blocked, bias) -> None:
-    """Add a float mask and send blocked pairs to -inf, in place."""
-    if bias is not None:
-        S += bias
-    if blocked is not None:
-        np.copyto(S, -np.inf, where=blocked)
-
-
-def stable_exp(S: np.ndarray, bound: float | None = None) -> None:
-    """Exponentiate scores in place, shifted so that nothing overflows.
-
-    Softmax is unchanged by subtracting any constant from a row; the usual
-    choice is the row's maximum. When ``bound`` (a proven bound on every
-    |score|) is small enough that exp can neither overflow nor round a whole
-    row to zero, the shift is skipped: that saves two passes over S.
-    A row whose keys are all blocked has maximum -inf; it is shifted by 0
-    instead, so its exponentials are exactly 0 rather than NaN.
-    """
-    if bound is None or bound > _NO_SHIFT_BOUND.get(S.dtype.type, -1.0):
-        m = np.max(S, axis=-1, keepdims=True)
-        m[np.isneginf(m)] = 0
-        S -= m
-    np.exp(S, out=S)
-
-
-# exp(±40) ≈ 2e17 / 4e-18 sits well inside float32's range (1e-38 … 3e38) even
-# summed over 10^20 keys; float64 allows far more.
-_NO_SHIFT_BOUND = {np.float32: 40.0, np.float64: 300.0}
-
-
-def score_bound(A: np.ndarray, B: np.ndarray) -> float:
-    """An upper bound on every |a_i · b_j|, by Cauchy–Schwarz: max ‖a_i‖ · max ‖b_j‖."""
-    if A.size == 0 or B.size == 0:
-        return 0.0
-    return _largest_row_norm(A) * _largest_row_norm(B)
-
-
-def _largest_row_norm(X: np.ndarray) -> float:
-    return float(np.sqrt(np.max(np.einsum("...ij,...ij->...i", X, X, dtype=np.float64))))
-
-
-def attention(Q, K, V, mask=None, *, causal=False, scale=None, return_weights=False):
+def attention(
+    Q: ArrayLike,
+    K: ArrayLike,
+    V: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    return_weights: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Scaled dot-product attention.
 
     Formula: ``softmax(Q Kᵀ · scale + mask) V`` with ``scale = 1/√d_k`` by default.
@@ -127,35 +48,20 @@ def attention(Q, K, V, mask=None, *, causal=False, scale=None, return_weights=Fa
 
     Lesson: ``notebooks/05_values.ipynb``.
     """
-    if not isinstance(return_weights, (bool, np.bool_)):
-        raise TypeError(f"return_weights must be True or False, got {return_weights!r}.")
-    p = prepare(Q, K, V, mask, causal, scale)
-    out = np.zeros((*p.batch, p.n_q, p.d_v), dtype=p.work)
-    weights = np.zeros((*p.batch, p.n_q, p.n_k), dtype=p.work) if return_weights else None
-    if p.n_k and p.n_q:
-        rows = max(1, _TILE_ELEMENTS // max(1, p.n_k * int(np.prod(p.batch, dtype=np.int64))))
-        # V with a column of ones: the product exp(S) [V 1] gives each row's
-        # unnormalised output and, in its last column, the row's sum of weights,
-        # so no separate pass over exp(S) is needed to sum it.
-        V1 = np.concatenate([p.V, np.ones((*p.V.shape[:-1], 1), dtype=p.work)], axis=-1)
-        with np.errstate(all="ignore"):
-            for q0 in range(0, p.n_q, rows):
-                q1 = min(q0 + rows, p.n_q)
-                S = p.A[..., q0:q1, :] @ p.Bt
-                if p.masks.active:
-                    apply_mask(S, *p.masks.tile(q0, q1, 0, p.n_k))
-                stable_exp(S, p.bound)
-                block = S @ V1
-                total = block[..., -1:]
-                total[total == 0] = 1  # a row with no key to attend: its output stays 0
-                # Normalising the (rows, d_v) output instead of the (rows, n_k)
-                # weights saves a pass over the larger array.
-                np.divide(block[..., :-1], total, out=out[..., q0:q1, :])
-                if weights is not None:
-                    S /= total
-                    weights[..., q0:q1, :] = S
-    with np.errstate(all="ignore"):
-        out = out.astype(p.out, copy=False)
-        if weights is not None:
-            return out, weights.astype(p.out, copy=False)
-    return out
+    # Every argument is checked before any arithmetic, so a mistake is named at once.
+    return_weights = check_flag(return_weights, "return_weights")
+    Q, K, V, batch = check_qkv(Q, K, V)
+    n_q, n_k = Q.shape[-2], K.shape[-2]
+    scale = check_scale(scale, Q.shape[-1])
+    keep, bias, batch = attention_mask(mask, causal, batch, n_q, n_k)
+    work, result = compute_dtype(Q, K, V)  # float16 is computed in float32
+
+    S = scaled_scores(Q.astype(work), K.astype(work), scale)  # (..., n_q, n_k)
+    if bias is not None:
+        S = S + bias  # a float mask is added to the scores
+    S = np.broadcast_to(S, (*batch, n_q, n_k))
+    W = softmax(S, mask=keep)  # blocked keys get weight 0; a row with none left is all 0
+    out = W @ V.astype(work)  # each output row: a weighted average of the value rows
+    if return_weights:
+        return out.astype(result), W.astype(result)
+    return out.astype(result)

@@ -7,12 +7,13 @@ layer in NumPy); the softmax Jacobian itself is in ``notebooks/04_softmax.ipynb`
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._inputs import as_real_array, check_scale
-from .attention import attention
+from .fast import attention
 
 
-def softmax_backward(p, grad_p) -> np.ndarray:
+def softmax_backward(p: ArrayLike, grad_p: ArrayLike) -> np.ndarray:
     """Backpropagate through softmax along the last axis.
 
     Formula: with ``p = softmax(x)`` and ``g = ∂L/∂p``,
@@ -30,7 +31,7 @@ def softmax_backward(p, grad_p) -> np.ndarray:
     return p * (g - np.sum(g * p, axis=-1, keepdims=True))
 
 
-def _sum_to_shape(grad: np.ndarray, shape: tuple) -> np.ndarray:
+def _sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Undo broadcasting: sum ``grad`` over the dimensions an input was stretched along."""
     extra = grad.ndim - len(shape)
     grad = grad.sum(axis=tuple(range(extra))) if extra else grad
@@ -38,7 +39,16 @@ def _sum_to_shape(grad: np.ndarray, shape: tuple) -> np.ndarray:
     return grad.sum(axis=stretched, keepdims=True) if stretched else grad
 
 
-def attention_backward(Q, K, V, grad_out, mask=None, *, causal=False, scale=None):
+def attention_backward(
+    Q: ArrayLike,
+    K: ArrayLike,
+    V: ArrayLike,
+    grad_out: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gradients of scaled dot-product attention with respect to Q, K and V.
 
     Formula: with ``S = scale·Q Kᵀ (+ mask)``, ``P = softmax(S)``, ``O = P V``

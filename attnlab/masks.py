@@ -7,11 +7,12 @@ and ``notebooks/06_full_attention.ipynb`` (padding and causal masks).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ._inputs import check_mask, check_size
+from ._inputs import check_flag, check_mask, check_size
 
 
-def causal_mask(n_q, n_k=None) -> np.ndarray:
+def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
     """The causal mask: query i may attend to key j only when j <= i.
 
     Formula: ``M[i, j] = (j <= i)``, aligned at the top left like PyTorch's
@@ -26,49 +27,25 @@ def causal_mask(n_q, n_k=None) -> np.ndarray:
     return np.arange(n_k)[None, :] <= np.arange(n_q)[:, None]
 
 
-class MaskTiles:
-    """A user's mask and/or the causal rule, served one tile at a time.
+def attention_mask(
+    mask: ArrayLike | None, causal: bool, batch: tuple, n_q: int, n_k: int
+) -> tuple[np.ndarray | None, np.ndarray | None, tuple]:
+    """Check ``attention``'s mask arguments; return ``(keep, bias, batch)``.
 
-    Attention works on tiles of queries and keys, so the full (n_q, n_k) mask
-    (1 GiB of bools for 32768 x 32768) never has to exist: the causal part is
-    generated per tile and a user's mask is only ever sliced as a view.
+    ``keep`` (bool, True = may attend) combines a bool mask and the causal
+    rule by AND; ``bias`` is a float mask, added to the scaled scores. Either
+    is None when absent. ``batch`` is the leading shape of the weights, which a
+    mask with more leading dimensions than Q, K, V can extend.
+
+    Shapes: ``mask`` broadcastable to ``(*batch, n_q, n_k)``.
+
+    Lesson: ``notebooks/06_full_attention.ipynb``.
     """
-
-    def __init__(self, mask, causal: bool, batch: tuple, n_q: int, n_k: int):
-        if not isinstance(causal, (bool, np.bool_)):
-            raise TypeError(f"causal must be True or False, got {causal!r}.")
-        self.causal = bool(causal)
-        self.kind = None
-        self.batch = batch
-        if mask is not None:
-            self.kind, mask, self.batch = check_mask(mask, batch, n_q, n_k)
-            # A view with the full trailing shape, so tiles slice it uniformly.
-            mask = (
-                np.broadcast_to(mask, mask.shape[:-2] + (n_q, n_k))
-                if mask.ndim >= 2
-                else (np.broadcast_to(mask, (n_q, n_k)))
-            )
-        self.mask = mask
-
-    @property
-    def active(self) -> bool:
-        return self.causal or self.mask is not None
-
-    def skips(self, q0: int, q1: int, k0: int, k1: int) -> bool:
-        """True when the causal rule blocks the whole tile (every key after every query)."""
-        return self.causal and k0 > q1 - 1
-
-    def tile(self, q0: int, q1: int, k0: int, k1: int):
-        """Return (blocked, bias) for the tile: a bool array of forbidden pairs and a float
-        array to add to the scores; either may be None."""
-        blocked = bias = None
-        if self.mask is not None:
-            part = self.mask[..., q0:q1, k0:k1]
-            if self.kind == "bool":
-                blocked = ~part
-            else:
-                bias = part
-        if self.causal:
-            after = np.arange(k0, k1)[None, :] > np.arange(q0, q1)[:, None]
-            blocked = after if blocked is None else (blocked | after)
-        return blocked, bias
+    causal = check_flag(causal, "causal")
+    keep = bias = None
+    if mask is not None:
+        kind, mask, batch = check_mask(mask, batch, n_q, n_k)
+        keep, bias = (mask, None) if kind == "bool" else (None, mask)
+    if causal:
+        keep = causal_mask(n_q, n_k) if keep is None else keep & causal_mask(n_q, n_k)
+    return keep, bias, batch

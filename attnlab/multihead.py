@@ -5,15 +5,14 @@ Lesson: ``notebooks/06_full_attention.ipynb``.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ._inputs import as_real_array, require_finite, require_ndim
+from ._inputs import as_real_array, check_flag, check_whole_number, require_finite, require_ndim
 from .attention import attention
 
 
-def _check_weight(W, name: str, rows: int, cols: int | None = None) -> np.ndarray:
+def _check_weight(W: ArrayLike, name: str, rows: int, cols: int | None = None) -> np.ndarray:
     W = as_real_array(W, name)
     if W.ndim != 2 or W.shape[0] != rows or (cols is not None and W.shape[1] != cols):
         want = f"({rows}, {'…' if cols is None else cols})"
@@ -35,18 +34,18 @@ def merge_heads(X: np.ndarray) -> np.ndarray:
 
 
 def multi_head_attention(
-    X,
-    W_Q,
-    W_K,
-    W_V,
-    W_O,
-    n_heads,
-    mask=None,
+    X: ArrayLike,
+    W_Q: ArrayLike,
+    W_K: ArrayLike,
+    W_V: ArrayLike,
+    W_O: ArrayLike,
+    n_heads: int,
+    mask: ArrayLike | None = None,
     *,
-    causal=False,
-    n_kv_heads=None,
-    return_weights=False,
-):
+    causal: bool = False,
+    n_kv_heads: int | None = None,
+    return_weights: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Multi-head self-attention, with multi-query and grouped-query variants.
 
     Formula: ``head_h = attention(X W_Q^h, X W_K^h, X W_V^h)``,
@@ -63,13 +62,9 @@ def multi_head_attention(
     X = as_real_array(X, "X")
     require_ndim(X, "X", 2, "(..., n, d_model)")
     require_finite(X, "X")
-    if isinstance(n_heads, (bool, np.bool_)) or not isinstance(n_heads, numbers.Integral):
-        raise TypeError(f"n_heads must be a whole number, got {n_heads!r}.")
-    if n_heads < 1:
-        raise ValueError(f"n_heads must be at least 1, got {n_heads}.")
-    n_kv = n_heads if n_kv_heads is None else n_kv_heads
-    if isinstance(n_kv, (bool, np.bool_)) or not isinstance(n_kv, numbers.Integral) or n_kv < 1:
-        raise ValueError(f"n_kv_heads must be a whole number ≥ 1, got {n_kv_heads!r}.")
+    n_heads = check_whole_number(n_heads, "n_heads", minimum=1)
+    n_kv = n_heads if n_kv_heads is None else check_whole_number(n_kv_heads, "n_kv_heads", 1)
+    return_weights = check_flag(return_weights, "return_weights")
     if n_heads % n_kv:
         raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={n_kv}.")
     d_model = X.shape[-1]
@@ -87,8 +82,8 @@ def multi_head_attention(
     # Each group of H / H_kv query heads reads the same key and value head.
     K = np.repeat(K, n_heads // n_kv, axis=-3)
     V = np.repeat(V, n_heads // n_kv, axis=-3)
-    heads = attention(Q, K, V, mask, causal=causal, return_weights=return_weights)
-    if return_weights:
-        heads, weights = heads
+    result = attention(Q, K, V, mask, causal=causal, return_weights=return_weights)
+    if isinstance(result, tuple):  # return_weights=True
+        heads, weights = result
         return merge_heads(heads) @ W_O, weights
-    return merge_heads(heads) @ W_O
+    return merge_heads(result) @ W_O

@@ -7,6 +7,7 @@ Lessons: ``notebooks/01_dot_product.ipynb`` (Q Kᵀ) and
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._inputs import check_qkv, check_scale, compute_dtype
 
@@ -15,7 +16,7 @@ def _keys_t(K: np.ndarray) -> np.ndarray:
     return np.swapaxes(K, -1, -2)
 
 
-def scores(Q, K) -> np.ndarray:
+def scores(Q: ArrayLike, K: ArrayLike) -> np.ndarray:
     """Raw attention scores, one dot product per (query, key) pair.
 
     Formula: ``S = Q Kᵀ``, so ``S[i, j] = q_i · k_j``.
@@ -33,11 +34,13 @@ def scores(Q, K) -> np.ndarray:
         )
 
 
-def scaled_scores(Q, K, scale=None) -> np.ndarray:
+def scaled_scores(Q: ArrayLike, K: ArrayLike, scale: float | None = None) -> np.ndarray:
     """Scaled attention scores.
 
     Formula: ``Q Kᵀ · scale`` with ``scale = 1/√d_k`` by default, which keeps
     the scores' variance at 1 when the entries of Q and K have variance 1.
+    A score too large for the dtype is capped near its largest value instead
+    of becoming inf (softmax of such a row is one-hot either way).
 
     Shapes: Q ``(..., n_q, d_k)``, K ``(..., n_k, d_k)`` → ``(..., n_q, n_k)``.
 
@@ -46,13 +49,14 @@ def scaled_scores(Q, K, scale=None) -> np.ndarray:
     Q, K, _, _ = check_qkv(Q, K)
     scale = check_scale(scale, Q.shape[-1])
     work, out = compute_dtype(Q, K)
+    A, B = overflow_free_factors(Q, K, scale, work)
     with np.errstate(all="ignore"):
-        S = Q.astype(work, copy=False) @ _keys_t(K.astype(work, copy=False))
-        S *= work.type(scale)
-        return S.astype(out, copy=False)
+        return (A @ _keys_t(B)).astype(out, copy=False)
 
 
-def overflow_free_factors(Q: np.ndarray, K: np.ndarray, scale: float, work: np.dtype):
+def overflow_free_factors(
+    Q: np.ndarray, K: np.ndarray, scale: float, work: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
     """Return (A, B) with ``A Bᵀ = scale · Q Kᵀ`` that cannot overflow in ``work``.
 
     Usually A = scale·Q and B = K. When the entries are so large that a dot

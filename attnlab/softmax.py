@@ -6,19 +6,20 @@ Lesson: ``notebooks/04_softmax.ipynb``.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ._inputs import as_real_array, compute_dtype
+from ._inputs import as_real_array, compute_dtype, is_whole_number
 
 
 def _check_axis(axis, ndim: int) -> int:
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+    if not is_whole_number(axis):
         raise TypeError(f"axis must be a whole number, got {axis!r}.")
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis={axis} is out of range for x with {ndim} dimension(s).")
     return int(axis) % ndim
 
 
-def softmax(x, axis=-1, mask=None) -> np.ndarray:
+def softmax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> np.ndarray:
     """Numerically stable softmax along one axis.
 
     Formula: ``softmax(x)_i = exp(x_i - m) / Σ_j exp(x_j - m)`` with ``m = max_j x_j``.
@@ -68,7 +69,7 @@ def softmax(x, axis=-1, mask=None) -> np.ndarray:
     return z.astype(out, copy=False)
 
 
-def softmax_jacobian(p) -> np.ndarray:
+def softmax_jacobian(p: ArrayLike) -> np.ndarray:
     """Jacobian of softmax, written in terms of its output p.
 
     Formula: ``∂p_i/∂x_j = p_i (δ_ij − p_j)``, i.e. ``J = diag(p) − p pᵀ``.
@@ -90,3 +91,29 @@ def softmax_jacobian(p) -> np.ndarray:
     idx = np.arange(p.shape[-1])
     J[..., idx, idx] += p
     return J.astype(out, copy=False)
+
+
+def entropy(p: ArrayLike, axis: int = -1) -> np.ndarray:
+    """Entropy in nats of the probability rows of ``p``: how spread out each softmax row is.
+
+    Formula: ``H(p) = -Σ_j p_j log p_j``, with the convention ``0 · log 0 = 0``
+    (the limit of x log x as x → 0), so zero weights add nothing and no NaN
+    appears. H is 0 for a one-hot row and log(n) for a uniform row of n entries.
+
+    Shapes: ``p (..., n)`` → ``(...)`` (the axis ``axis`` is summed away).
+
+    Lesson: ``notebooks/03_scaling.ipynb``.
+    """
+    p = as_real_array(p, "p")
+    if p.ndim == 0:
+        raise ValueError("p must have at least one dimension (a row of probabilities).")
+    axis = _check_axis(axis, p.ndim)
+    if not np.isfinite(p).all():
+        raise ValueError("p contains NaN or inf; it should hold probabilities.")
+    if (p < 0).any():
+        raise ValueError("p has negative entries; probabilities are never negative.")
+    work, out = compute_dtype(p)
+    p = p.astype(work, copy=False)
+    # log(1) = 0, so the entries with p = 0 contribute exactly 0 and log never sees a 0.
+    logs = np.log(np.where(p > 0, p, 1.0))
+    return (-(p * logs).sum(axis=axis)).astype(out, copy=False)

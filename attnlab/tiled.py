@@ -5,18 +5,27 @@ Lesson: ``notebooks/06_full_attention.ipynb``.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .attention import apply_mask, prepare
+from ._inputs import check_whole_number
+from .fast import apply_mask, prepare
 
 # Queries per tile: with block_size=128 keys a tile of scores is 512 x 128
 # numbers, small enough to stay in cache.
 _QUERY_TILE = 512
 
 
-def tiled_attention(Q, K, V, mask=None, *, causal=False, scale=None, block_size=128):
+def tiled_attention(
+    Q: ArrayLike,
+    K: ArrayLike,
+    V: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    block_size: int = 128,
+) -> np.ndarray:
     """Scaled dot-product attention computed over blocks of keys.
 
     Same result as :func:`attnlab.attention`, but the n_q × n_k score matrix
@@ -36,10 +45,7 @@ def tiled_attention(Q, K, V, mask=None, *, causal=False, scale=None, block_size=
 
     Lesson: ``notebooks/06_full_attention.ipynb``.
     """
-    if isinstance(block_size, (bool, np.bool_)) or not isinstance(block_size, numbers.Integral):
-        raise TypeError(f"block_size must be a whole number, got {block_size!r}.")
-    if block_size < 1:
-        raise ValueError(f"block_size must be at least 1, got {block_size}.")
+    block_size = check_whole_number(block_size, "block_size", minimum=1)
     p = prepare(Q, K, V, mask, causal, scale)
     out = np.zeros((*p.batch, p.n_q, p.d_v), dtype=p.work)
     with np.errstate(all="ignore"):

@@ -38,11 +38,41 @@ def machine() -> dict:
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
+        **simd(),
         "memory_gb": memory_gb,
         "python": platform.python_version(),
         "numpy": np.__version__,
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
     }
+
+
+def simd() -> dict:
+    """NumPy's SIMD level on this CPU, as ``np.show_runtime()`` reports it, and its BLAS."""
+    from numpy._core._multiarray_umath import (
+        __cpu_baseline__,
+        __cpu_dispatch__,
+        __cpu_features__,
+    )
+
+    found = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
+    blas = np.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+    return {
+        "simd": (found or list(__cpu_baseline__) or ["none"])[-1],
+        "simd_baseline": list(__cpu_baseline__),
+        "simd_found": found,
+        "simd_not_found": [f for f in __cpu_dispatch__ if f not in found],
+        "avx512": any(f.startswith(("AVX512", "X86_V4")) for f in found),
+        "blas": f"{blas.get('name', '?')} {blas.get('version', '')}".strip(),
+    }
+
+
+def describe(m: dict) -> str:
+    """One line naming the machine: CPU, cores, NumPy's SIMD level, BLAS, Python and NumPy."""
+    avx512 = "with AVX-512" if m.get("avx512") else "no AVX-512"
+    return (
+        f"{m['cpu']}, {m['cores']} cores, NumPy SIMD {m.get('simd', '?')} ({avx512}), "
+        f"{m.get('blas', '?')}, Python {m['python']}, NumPy {m['numpy']}"
+    )
 
 
 def verdict(ok: bool) -> str:
@@ -51,24 +81,41 @@ def verdict(ok: bool) -> str:
 
 def report(results: dict) -> None:
     m = results["machine"]
-    print(f"machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, NumPy {m['numpy']}")
-    print("\nattention, float32, d = 64")
-    print(f"{'n':>6} {'ms':>9} {'2 matmuls ms':>13} {'ratio':>6} {'vs torch':>9}")
-    for r in results["attention"]["attention"]:
+    print(f"machine: {describe(m)}")
+    a = results["attention"]
+    print(f"\nattnlab.fast.attention, float32, d = 64, {a.get('threads', '?')} threads")
+    print(
+        f"{'n':>6} {'fast ms':>9} {'2 matmuls ms':>13} {'ratio':>6} {'torch ms':>9} "
+        f"{'vs torch':>9} {'readable ms':>12}"
+    )
+    for r in a["attention"]:
+        torch_ms = f"{r['torch_ms']:9.1f}" if "torch_ms" in r else f"{'-':>9}"
         torch = f"{r['ratio_to_torch']:9.2f}" if "ratio_to_torch" in r else f"{'-':>9}"
         print(
             f"{r['n']:6d} {r['attention_ms']:9.1f} {r['matmuls_ms']:13.1f} "
-            f"{r['ratio_to_matmuls']:6.2f} {torch}"
+            f"{r['ratio_to_matmuls']:6.2f} {torch_ms} {torch} {r.get('readable_ms', 0):12.1f}"
         )
-    at_2048 = next(r for r in results["attention"]["attention"] if r["n"] == 2048)
+    goal = next(r for r in a["attention"] if r["n"] == attention.GOAL_N)
     print(
-        f"goal n=2048 ≤ 2.5x matmuls: {verdict(at_2048['ratio_to_matmuls'] <= 2.5)}"
+        f"goal n={attention.GOAL_N} ≤ {attention.GOAL_TO_MATMULS}x matmuls: "
+        f"{verdict(goal['ratio_to_matmuls'] <= attention.GOAL_TO_MATMULS)}"
         + (
-            f"; ≤ 1.25x torch: {verdict(at_2048['ratio_to_torch'] <= 1.25)}"
-            if "ratio_to_torch" in at_2048
+            f"; ≤ {attention.GOAL_TO_TORCH}x torch {a['torch']['torch']}: "
+            f"{verdict(goal['ratio_to_torch'] <= attention.GOAL_TO_TORCH)}"
+            if "ratio_to_torch" in goal
             else "; torch not installed"
         )
     )
+    print(f"  on {m['cpu']}")
+    off = a.get("without_avx512", {})
+    if off.get("disabled"):
+        print(
+            f"  with NumPy's AVX-512 off ({' '.join(off['disabled'])}): "
+            f"{off['attention_ms']:.1f} ms, {off['ratio_to_matmuls']:.2f}x matmuls"
+            + (f", {off['ratio_to_torch']:.2f}x torch" if "ratio_to_torch" in off else "")
+        )
+    elif off:
+        print(f"  without AVX-512: {off['note']}")
     t = results["attention"]["tiled"]
     print(
         f"\ntiled_attention: {t['ratio_to_attention_n4096']:.2f}x attention at n=4096 "
@@ -106,6 +153,8 @@ def main() -> None:
     for name, module in (("attention", attention), ("widgets", widgets), ("notebooks", notebooks)):
         if not only or name in only:
             results[name] = module.run()
+            # A partial run keeps older parts, so each part names its own machine.
+            results.setdefault("measured_on", {})[name] = results["machine"]
     if {"attention", "widgets", "notebooks"} <= results.keys():
         report(results)
     else:

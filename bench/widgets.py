@@ -2,7 +2,7 @@
 
 Every control of every factory is moved through a range of values; each
 change is timed until its observers (which redraw the view) have returned.
-Goal (issue: core lessons): median ≤ 30 ms and p95 ≤ 60 ms per factory.
+Goal: median ≤ 30 ms and p95 ≤ 60 ms per factory.
 
     python -m bench.widgets                   # every factory
     python -m bench.widgets softmax_explorer  # one

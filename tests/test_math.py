@@ -1,6 +1,5 @@
 """Unit tests for every point of the attention math's contract."""
 
-import importlib
 import warnings
 
 import numpy as np
@@ -16,6 +15,7 @@ from attnlab import (
     softmax_jacobian,
     tiled_attention,
 )
+from attnlab.fast import attention as fast_attention
 
 
 def naive_attention(Q, K, V, keep=None, scale=None):
@@ -38,7 +38,9 @@ def qkv(rng, n_q=5, n_k=7, d_k=8, d_v=3, batch=()):
     )
 
 
-BOTH = [attention, tiled_attention]
+# The readable formula, the tuned version and the tiled one share one contract.
+FULL = [attention, fast_attention]
+BOTH = [*FULL, tiled_attention]
 
 
 # --- scores -------------------------------------------------------------------
@@ -68,7 +70,8 @@ def test_matches_formula_non_square(rng, fn):
     np.testing.assert_allclose(out, expected, atol=1e-12)
 
 
-def test_return_weights(rng):
+@pytest.mark.parametrize("attention", FULL)
+def test_return_weights(rng, attention):
     Q, K, V = qkv(rng)
     out, W = attention(Q, K, V, return_weights=True)
     expected_out, expected_W = naive_attention(Q, K, V)
@@ -140,14 +143,16 @@ def test_fully_masked_row_gives_zeros_not_nan(rng, fn):
     assert np.all(W[2] == 0)
 
 
-def test_float_mask_all_neg_inf_row_gives_zeros(rng):
+@pytest.mark.parametrize("attention", FULL)
+def test_float_mask_all_neg_inf_row_gives_zeros(rng, attention):
     Q, K, V = qkv(rng)
     bias = np.zeros((5, 7))
     bias[4] = -np.inf
     assert np.all(attention(Q, K, V, bias)[4] == 0)
 
 
-def test_causal_query_after_every_key_sees_all_and_more_queries_than_keys(rng):
+@pytest.mark.parametrize("attention", FULL)
+def test_causal_query_after_every_key_sees_all_and_more_queries_than_keys(rng, attention):
     Q, K, V = qkv(rng, n_q=6, n_k=2)
     out = attention(Q, K, V, causal=True)
     np.testing.assert_allclose(out[0], V[0])
@@ -155,7 +160,8 @@ def test_causal_query_after_every_key_sees_all_and_more_queries_than_keys(rng):
     np.testing.assert_allclose(out[2:], expected, atol=1e-12)
 
 
-def test_empty_sizes(rng):
+@pytest.mark.parametrize("attention", FULL)
+def test_empty_sizes(rng, attention):
     Q, K, V = qkv(rng, n_q=0)
     assert attention(Q, K, V).shape == (0, 3)
     Q, K, V = qkv(rng, n_k=0)
@@ -166,7 +172,8 @@ def test_empty_sizes(rng):
 # --- dtypes -------------------------------------------------------------------------
 
 
-def test_int_and_bool_compute_as_float64():
+@pytest.mark.parametrize("attention", FULL)
+def test_int_and_bool_compute_as_float64(attention):
     Q = np.array([[1, 0], [0, 1]])
     out = attention(Q, Q, np.array([[True, False], [False, True]]))
     assert out.dtype == np.float64
@@ -209,6 +216,23 @@ def test_huge_scores_no_warning_no_nan(rng, fn, magnitude):
     # At such magnitudes softmax is one-hot: each output row is one value row.
     winners = np.argmax(Q @ K.T, axis=-1)
     np.testing.assert_allclose(out, V[winners], atol=1e-9)
+
+
+@pytest.mark.parametrize("magnitude", [1.0, 1e3, 1e300])
+def test_fast_path_split_across_threads_matches_the_readable_one(rng, magnitude):
+    """Large enough that the fast path exponentiates its rows in several threads."""
+    Q, K, V = qkv(rng, n_q=400, n_k=600, d_k=16, d_v=5, batch=(2,))  # 480 000 scores
+    keep = rng.random((400, 600)) < 0.5
+    keep[7] = False  # a query that may attend to no key
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fast_out, fast_W = fast_attention(Q * magnitude, K, V, keep, return_weights=True)
+        out, W = attention(Q * magnitude, K, V, keep, return_weights=True)
+        fast32 = fast_attention(Q.astype(np.float32), K, V, causal=True)
+    np.testing.assert_allclose(fast_out, out, atol=1e-9)
+    np.testing.assert_allclose(fast_W, W, atol=1e-12)
+    assert np.all(fast_out[:, 7] == 0) and np.all(fast_W[:, 7] == 0)
+    np.testing.assert_allclose(fast32, attention(Q, K, V, causal=True), atol=1e-5)
 
 
 def test_softmax_of_huge_entries():
@@ -283,32 +307,37 @@ def test_causal_mask_bad_sizes(args, exc):
 # --- errors: clear, named, before any work ----------------------------------------
 
 
-def test_d_k_mismatch_message(rng):
+@pytest.mark.parametrize("attention", FULL)
+def test_d_k_mismatch_message(rng, attention):
     with pytest.raises(ValueError, match="Q has d_k=8 but K has d_k=6"):
         attention(rng.normal(size=(4, 8)), rng.normal(size=(5, 6)), rng.normal(size=(5, 2)))
 
 
-def test_key_value_count_mismatch(rng):
+@pytest.mark.parametrize("attention", FULL)
+def test_key_value_count_mismatch(rng, attention):
     with pytest.raises(ValueError, match="K has n_k=5 keys but V has 4 rows"):
         attention(rng.normal(size=(4, 8)), rng.normal(size=(5, 8)), rng.normal(size=(4, 2)))
 
 
-def test_batch_dimensions_must_broadcast(rng):
+@pytest.mark.parametrize("attention", FULL)
+def test_batch_dimensions_must_broadcast(rng, attention):
     with pytest.raises(ValueError, match="do not broadcast"):
         attention(rng.normal(size=(2, 4, 8)), rng.normal(size=(3, 5, 8)), rng.normal(size=(5, 2)))
 
 
+@pytest.mark.parametrize("attention", FULL)
 @pytest.mark.parametrize("name", ["Q", "K", "V"])
-def test_too_few_dimensions_names_the_argument(rng, name):
+def test_too_few_dimensions_names_the_argument(rng, name, attention):
     args = dict(zip("QKV", qkv(rng, n_q=5, n_k=5, d_k=5, d_v=5), strict=True))
     args[name] = args[name][0]
     with pytest.raises(ValueError, match=f"{name} must have at least 2 dimensions"):
         attention(args["Q"], args["K"], args["V"])
 
 
+@pytest.mark.parametrize("attention", FULL)
 @pytest.mark.parametrize("name", ["Q", "K", "V"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_non_finite_inputs_named(rng, name, bad):
+def test_non_finite_inputs_named(rng, name, bad, attention):
     args = dict(zip("QKV", qkv(rng), strict=True))
     args[name][0, 0] = bad
     with pytest.raises(ValueError, match=f"^{name} contains"):
@@ -319,31 +348,36 @@ def test_non_finite_inputs_named(rng, name, bad):
     "bad",
     [np.ones((2, 2), complex), np.array([["a", "b"]]), np.array([[object(), 1]], dtype=object)],
 )
-def test_non_real_inputs_are_type_errors(rng, bad):
+@pytest.mark.parametrize("attention", FULL)
+def test_non_real_inputs_are_type_errors(rng, bad, attention):
     with pytest.raises(TypeError, match="Q must hold real numbers"):
         attention(bad, bad, bad)
 
 
-def test_mask_that_does_not_broadcast(rng):
+@pytest.mark.parametrize("attention", FULL)
+def test_mask_that_does_not_broadcast(rng, attention):
     Q, K, V = qkv(rng)
     with pytest.raises(ValueError, match=r"mask has shape \(7, 5\)"):
         attention(Q, K, V, np.ones((7, 5), bool))
 
 
-def test_mask_of_ints_is_refused(rng):
+@pytest.mark.parametrize("attention", FULL)
+def test_mask_of_ints_is_refused(rng, attention):
     Q, K, V = qkv(rng)
     with pytest.raises(TypeError, match="mask must be bool"):
         attention(Q, K, V, np.ones((5, 7), int))
 
 
-def test_float_mask_nan_refused(rng):
+@pytest.mark.parametrize("attention", FULL)
+def test_float_mask_nan_refused(rng, attention):
     Q, K, V = qkv(rng)
     with pytest.raises(ValueError, match="NaN"):
         attention(Q, K, V, np.full((5, 7), np.nan))
 
 
+@pytest.mark.parametrize("attention", FULL)
 @pytest.mark.parametrize("scale", [np.inf, np.nan])
-def test_non_finite_scale(rng, scale):
+def test_non_finite_scale(rng, scale, attention):
     with pytest.raises(ValueError, match="scale must be finite"):
         attention(*qkv(rng), scale=scale)
 
@@ -354,22 +388,39 @@ def test_bad_block_size(rng, block_size, exc):
         tiled_attention(*qkv(rng), block_size=block_size)
 
 
-def test_scale_zero_gives_mean_of_values(rng):
+@pytest.mark.parametrize("attention", FULL)
+def test_scale_zero_gives_mean_of_values(rng, attention):
     Q, K, V = qkv(rng)
     np.testing.assert_allclose(attention(Q, K, V, scale=0), np.broadcast_to(V.mean(0), (5, 3)))
 
 
-def test_errors_come_before_work(rng, monkeypatch):
-    """A bad mask is reported without a single score being computed."""
-    # attnlab.attention is the function; the module is found by its full name.
-    module = importlib.import_module("attnlab.attention")
+# Q and K are read-only views of 2**20 rows each: their (n_q, n_k) scores would
+# need 4 TiB, so any attempt to start the work fails with a MemoryError. A clear
+# error about the bad argument instead shows that it was checked first.
+def _huge_qkv():
+    n = 2**20
+    return tuple(np.broadcast_to(np.ones((1, 8), np.float32), (n, 8)) for _ in "QKV")
 
-    def no_work(*args, **kwargs):
-        raise AssertionError("work started before the inputs were checked")
 
-    monkeypatch.setattr(module, "overflow_free_factors", no_work)
-    with pytest.raises(ValueError, match="mask"):
-        attention(*qkv(rng), mask=np.ones((3, 3), bool))
+@pytest.mark.parametrize("fn", BOTH)
+@pytest.mark.parametrize(
+    "kwargs, exc, message",
+    [
+        ({"mask": np.ones((3, 3), bool)}, ValueError, "mask has shape"),
+        ({"mask": np.ones((1, 1), int)}, TypeError, "mask must be bool"),
+        ({"scale": np.nan}, ValueError, "scale must be finite"),
+        ({"causal": 1}, TypeError, "causal must be True or False"),
+    ],
+)
+def test_errors_come_before_work(fn, kwargs, exc, message):
+    with pytest.raises(exc, match=message):
+        fn(*_huge_qkv(), **kwargs)
+
+
+@pytest.mark.parametrize("fn", FULL)
+def test_return_weights_checked_before_work(fn):
+    with pytest.raises(TypeError, match="return_weights must be True or False"):
+        fn(*_huge_qkv(), return_weights="yes")
 
 
 def test_every_public_function_documents_formula_shapes_and_lesson():

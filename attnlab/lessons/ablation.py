@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backward import softmax_backward
-from ..softmax import softmax
+from ..softmax import entropy, softmax
 from .retrieval import (  # noqa: F401 - the notebook reads the model through this module too
     LEARNING_RATE,
     PARAMETERS,
@@ -38,7 +38,6 @@ from .retrieval import (  # noqa: F401 - the notebook reads the model through th
     softmax_cross_entropy,
     stack,
 )
-from .scaling import entropy
 
 # The divisors τ of the scores that the experiments compare, by name: the scores are
 # multiplied by scale = 1/τ. "1" is no scaling at all; the others are multiples of √d_k.

@@ -296,7 +296,7 @@ def measure_cost(ns, d: int = 64, repeats: int = 5, budget: float = 0.3) -> Cost
     attention(*random_qkv(int(ns[0]), d))  # warm-up, not timed
     for n in ns:
         Q, K, V = random_qkv(int(n), d)
-        runs = []
+        runs: list[float] = []
         spent = time.perf_counter()
         while len(runs) < max(1, repeats):
             start = time.perf_counter()

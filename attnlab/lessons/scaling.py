@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._inputs import as_real_array, compute_dtype
-from ..softmax import softmax, softmax_jacobian
+from ..softmax import entropy, softmax, softmax_jacobian
 
 # Key dimensions the experiments sweep: 1, 2, 4, ..., 1024.
 DK_GRID = 2 ** np.arange(11)
@@ -32,31 +31,6 @@ _CHUNK = 100
 
 
 # ------------------------------------------------------------------- math
-
-
-def entropy(p, axis=-1) -> np.ndarray:
-    """Entropy in nats of the probability rows of ``p``.
-
-    Formula: ``H(p) = -Σ_j p_j log p_j``, with the convention ``0 · log 0 = 0``
-    (the limit of x log x as x → 0), so zero weights add nothing and no NaN
-    appears. H is 0 for a one-hot row and log(n) for a uniform row of n entries.
-
-    Shapes: ``p (..., n)`` → ``(...)`` (the axis ``axis`` is summed away).
-
-    Lesson: ``notebooks/03_scaling.ipynb``.
-    """
-    p = as_real_array(p, "p")
-    if p.ndim == 0:
-        raise ValueError("p must have at least one dimension (a row of probabilities).")
-    if not np.isfinite(p).all():
-        raise ValueError("p contains NaN or inf; it should hold probabilities.")
-    if (p < 0).any():
-        raise ValueError("p has negative entries; probabilities are never negative.")
-    work, out = compute_dtype(p)
-    p = p.astype(work, copy=False)
-    # log(1) = 0, so the entries with p = 0 contribute exactly 0 and log never sees a 0.
-    logs = np.log(np.where(p > 0, p, 1.0))
-    return (-(p * logs).sum(axis=axis)).astype(out, copy=False)
 
 
 def random_score_rows(d_k: int, n_keys: int = 16, n_rows: int = 400, seed: int = 0):
@@ -151,7 +125,7 @@ def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 400, seed: in
     Lesson: ``notebooks/03_scaling.ipynb``.
     """
     d_ks = np.asarray(d_ks, dtype=int)
-    stats = {k: [] for k in ("std", "mr", "ms", "hr", "hs", "jr", "js")}
+    stats: dict[str, list[float]] = {k: [] for k in ("std", "mr", "ms", "hr", "hs", "jr", "js")}
     for i, d_k in enumerate(d_ks):
         S = random_score_rows(int(d_k), n_keys, n_rows, seed=seed + i)
         raw, scaled = softmax(S), softmax(S / np.sqrt(d_k))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 # Components with mean 0 and variance 1: the lesson shows Var(q·k) = d_k for each.
 DISTRIBUTIONS = ("normal", "uniform", "rademacher")
@@ -123,10 +124,10 @@ def measured_variances(
 
 def plot_variance_vs_dk(
     d_ks: Sequence[int],
-    series: Mapping[str, Sequence[float]],
+    series: Mapping[str, ArrayLike],
     ax=None,
     *,
-    theory: Mapping[str, Sequence[float]] | None = None,
+    theory: Mapping[str, ArrayLike] | None = None,
     title: str = "Measured variance of q·k",
     ylabel: str = "variance",
 ):
@@ -144,12 +145,12 @@ def plot_variance_vs_dk(
     d = np.asarray(d_ks, dtype=float)
     if theory is None:
         theory = {"theory: Var = d_k": d}
-    for (label, values), style in zip(theory.items(), ["--", ":", "-."] * 3, strict=False):
+    for (label, values), line in zip(theory.items(), ["--", ":", "-."] * 3, strict=False):
         ax.plot(
             d,
             np.asarray(values, dtype=float),
             color="0.35",
-            linestyle=style,
+            linestyle=line,
             linewidth=1.2,
             label=label,
             zorder=1,
