@@ -15,14 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from .._inputs import EXP_LIMIT
 from .calling import call_answer, quietly, silenced
 from .messages import CheckResult, Fail, array_block, inputs_block, shape_text
 
 # Loose enough for an answer computed (or returned) in float32, tight enough that every
 # known mistake on the test inputs is far outside it.
 RTOL, ATOL = 1e-4, 1e-6
-# Beyond this, exp overflows float64 (exp(710) = inf).
-EXP_LIMIT = 709.0
 _NOT_NUMBERS = {
     "O": "Python objects",
     "U": "text",

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import plots
 from ..attention import attention
-from ..softmax import softmax
+from ..softmax import entropy, softmax
 from ..tiled import tiled_attention
 
 # ----------------------------------------------------------------------------- patterns
@@ -100,8 +100,7 @@ def row_entropy(W) -> np.ndarray:
     Shapes: ``(..., n)`` → ``(...)``.
     Lesson: ``notebooks/06_full_attention.ipynb``.
     """
-    W = np.asarray(W, dtype=float)
-    return -(W * np.log(np.where(W > 0, W, 1.0))).sum(axis=-1)
+    return entropy(np.asarray(W, dtype=float))
 
 
 def plot_patterns(weights: dict, suptitle: str = ""):
