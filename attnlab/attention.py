@@ -63,5 +63,5 @@ def attention(
     W = softmax(S, mask=keep)  # blocked keys get weight 0; a row with none left is all 0
     out = W @ V.astype(work)  # each output row: a weighted average of the value rows
     if return_weights:
-        return out.astype(result), W.astype(result)
-    return out.astype(result)
+        return out.astype(result, copy=False), W.astype(result, copy=False)
+    return out.astype(result, copy=False)
