@@ -147,8 +147,12 @@ class CourseWidget(widgets.VBox):
         """Draw what never changes on ``axes`` (``(nrows, ncols)``); return the changing artists."""
         raise NotImplementedError
 
-    def update(self, **values: Any) -> None:
-        """Set the changing artists for the controls' ``values`` (by name); fill ``self.shown``."""
+    def update(self, *args: Any, **values: Any) -> None:
+        """Set the changing artists for the controls' ``values`` (by name); fill ``self.shown``.
+
+        A subclass names its controls as its parameters, ``update(self, d_k, divisor)``;
+        it is always called with keywords.
+        """
         raise NotImplementedError
 
     def arrange(self) -> Iterable[widgets.Widget]:
