@@ -10,87 +10,74 @@ from attnlab.lessons import ablation as lesson
 from attnlab.widgets import ablation_curves
 
 
-@pytest.fixture(scope="module")
-def runs():
-    """A learner's own (short) ablation: two d_k, two divisors, two seeds."""
-    return lesson.run_ablation(d_ks=(16, 64), divisors=("1", "√d_k"), seeds=(0, 1), steps=40)
+def test_needs_the_lesson_s_results_and_says_how_to_get_them():
+    with pytest.raises(TypeError, match=r"results = lesson\.run_ablation\(\)"):
+        ablation_curves()
 
 
-def shown(widget, name):
-    line = widget.artists[f"{name}_line"]
-    return np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
-
-
-def test_builds_with_no_arguments_from_a_built_in_run():
-    w = ablation_curves()
+def test_starts_at_the_largest_d_k_without_scaling(ablation_runs):
+    w = ablation_curves(ablation_runs)
     assert set(w.controls) == {"d_k", "divisor"}
-    assert list(w.controls["d_k"].options) == list(lesson.D_KS)
-    assert [v for _, v in w.controls["divisor"].options] == list(lesson.DIVISORS)
-    assert w.controls["d_k"].value == 256 and w.controls["divisor"].value == "1"
-    assert w.view.image.value[:8] == b"\x89PNG\r\n\x1a\n"
-    assert len(w.results) == len(lesson.D_KS) * len(lesson.DIVISORS)
-    run = w.results[(256, "1")]
-    x, y = shown(w, "acc")
-    np.testing.assert_allclose(y, run.smoothed("accuracy").mean(axis=0))
-    assert x[0] == lesson.WINDOW
-    assert "one seed" in w.label.value
-
-
-def test_each_control_changes_the_view_and_the_numbers(runs):
-    w = ablation_curves(runs)
+    assert list(w.controls["d_k"].options) == [16, 64]
+    assert [v for _, v in w.controls["divisor"].options] == ["1", "√d_k"]
     assert w.controls["d_k"].value == 64 and w.controls["divisor"].value == "1"
-    image, acc_text = w.view.image.value, w.artists["acc_text"].get_text()
+    run = ablation_runs[(64, "1")]
+    steps, mean, low, high = w.shown["accuracy"]
+    assert steps[0] == lesson.WINDOW
+    np.testing.assert_allclose(mean, run.smoothed("accuracy").mean(axis=0))
+    np.testing.assert_allclose(w.shown["reference"][1], ablation_runs[(64, "√d_k")].entropy.mean(0))
+    assert "d_k = 64" in w.readout.value and "2 seeds" in w.readout.value
+
+
+def test_each_control_changes_the_view_and_the_numbers(ablation_runs):
+    runs = ablation_runs
+    w = ablation_curves(runs)
+    image = w.view.image.value
 
     w.controls["divisor"].value = "√d_k"
     assert w.view.image.value != image
     run = runs[(64, "√d_k")]
-    np.testing.assert_allclose(shown(w, "acc")[1], run.smoothed("accuracy").mean(axis=0))
-    np.testing.assert_allclose(shown(w, "ent")[1], run.entropy.mean(axis=0))
-    assert w.artists["acc_text"].get_text() != acc_text
-    assert f"final accuracy {lesson.spread(run.final_accuracy)}" in w.artists["acc_text"].get_text()
-    assert f"first step {run.entropy[:, 0].mean():.2f}" in w.artists["ent_text"].get_text()
-    # The dashed reference is the ÷√d_k run itself here, so it is hidden.
-    assert not w.artists["acc_ref"].get_visible()
-    assert "scale = 0.1250" in w.label.value
+    np.testing.assert_allclose(w.shown["accuracy"][1], run.smoothed("accuracy").mean(axis=0))
+    np.testing.assert_allclose(w.shown["entropy"][1], run.entropy.mean(axis=0))
+    # The dashed reference is the ÷√d_k run itself here, so there is none.
+    assert w.shown["reference"] is None
+    assert "scale = 0.1250" in w.readout.value
 
     image = w.view.image.value
     w.controls["d_k"].value = 16
     assert w.view.image.value != image
     np.testing.assert_allclose(
-        shown(w, "acc")[1], runs[(16, "√d_k")].smoothed("accuracy").mean(axis=0)
+        w.shown["accuracy"][1], runs[(16, "√d_k")].smoothed("accuracy").mean(axis=0)
     )
-    assert "d_k = 16" in w.label.value and "2 seeds" in w.label.value
+    assert "d_k = 16" in w.readout.value
 
 
-def test_the_band_spans_the_seeds_and_the_reference_is_the_scaled_run(runs):
-    w = ablation_curves(runs)
+def test_the_band_spans_the_seeds(ablation_runs):
+    w = ablation_curves(ablation_runs)
     w.controls["d_k"].value = 16
-    run, ref = runs[(16, "1")], runs[(16, "√d_k")]
-    vertices = w.artists["ent_band"].get_paths()[0].vertices
-    low, high = run.entropy.min(axis=0), run.entropy.max(axis=0)
-    assert vertices[:, 1].min() == pytest.approx(low.min())
-    assert vertices[:, 1].max() == pytest.approx(high.max())
-    assert w.artists["ent_ref"].get_visible()
-    np.testing.assert_allclose(w.artists["ent_ref"].get_ydata(), ref.entropy.mean(axis=0))
-    steps = re.search(r"90% after steps: (.*)", w.artists["acc_text"].get_text()).group(1)
-    assert steps == lesson.steps_text(run.steps_to(0.9))
+    run = ablation_runs[(16, "1")]
+    steps, mean, low, high = w.shown["entropy"]
+    np.testing.assert_allclose(low, run.entropy.min(axis=0))
+    np.testing.assert_allclose(high, run.entropy.max(axis=0))
+    assert np.all(low <= mean) and np.all(mean <= high)
+    assert len(steps) == run.steps
 
 
-def test_axes_never_change(runs):
-    w = ablation_curves(runs)
-    ax_a, ax_e = w.view.axes[0]
-    limits = (ax_a.get_xlim(), ax_a.get_ylim(), ax_e.get_xlim(), ax_e.get_ylim())
-    for d_k in (16, 64):
-        for divisor in ("√d_k", "1"):
-            w.controls["d_k"].value, w.controls["divisor"].value = d_k, divisor
-            assert (ax_a.get_xlim(), ax_a.get_ylim(), ax_e.get_xlim(), ax_e.get_ylim()) == limits
-
-
-def test_a_single_configuration_works():
-    one = {(16, "√d_k"): lesson.train(lesson.make_task(), 16, "√d_k", seeds=(3,), steps=20)}
-    w = ablation_curves(one)
-    assert not w.artists["acc_ref"].get_visible()
+def test_a_single_seed_and_a_single_configuration(ablation_runs):
+    run = ablation_runs[(16, "√d_k")]
+    one_seed = dataclasses.replace(
+        run,
+        seeds=run.seeds[:1],
+        **{name: getattr(run, name)[:1] for name in ("loss", "accuracy", "entropy")},
+        final_accuracy=run.final_accuracy[:1],
+        final_entropy=run.final_entropy[:1],
+    )
+    w = ablation_curves({(16, "√d_k"): one_seed})
     assert list(w.controls["d_k"].options) == [16]
+    assert w.shown["reference"] is None
+    assert "one seed" in w.readout.value
+    steps, mean, low, high = w.shown["accuracy"]
+    np.testing.assert_allclose(low, high)
 
 
 def _shorter(run, steps):
@@ -120,6 +107,13 @@ def _shorter(run, steps):
         ),
     ],
 )
-def test_bad_results_raise_a_clear_error(runs, make, error, phrase):
+def test_bad_results_raise_a_clear_error(ablation_runs, make, error, phrase):
     with pytest.raises(error, match=phrase):
-        ablation_curves(make(runs))
+        ablation_curves(make(ablation_runs))
+
+
+def test_the_numbers_above_the_curves_are_the_run_s(ablation_runs):
+    w = ablation_curves(ablation_runs)
+    text = w.readout.value
+    assert f"τ = {lesson.divisor_value('1', 64):.2f}" in text
+    assert re.search(r"scale = 1\.0000", text)

@@ -1,9 +1,12 @@
 """Widget factories, one per lesson widget.
 
-Each factory can be called with no arguments (a built-in example) and takes a
-learner's own data as optional arguments. It returns a :class:`CourseWidget`
-whose ``controls`` can be set from code. ``import attnlab.widgets`` is cheap:
-a factory's module (and ipywidgets, matplotlib) load on first use.
+Each factory checks its arguments and returns a small subclass of
+:class:`~attnlab.widgets._base.CourseWidget`, whose ``controls`` (by name) can be
+set from code and whose ``shown`` holds the numbers on view. Every factory but
+``ablation_curves`` can be called with no arguments (a built-in example) and
+takes a learner's own data as optional arguments; ``ablation_curves`` shows the
+lesson's training runs, passed to it. ``import attnlab.widgets`` is cheap: a
+factory's module (and ipywidgets, matplotlib) load on first use.
 """
 
 from __future__ import annotations
@@ -25,12 +28,12 @@ FACTORIES = {
 __all__ = sorted(FACTORIES)
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name in FACTORIES:
         module = importlib.import_module(f".{FACTORIES[name]}", __name__)
         return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(FACTORIES))

@@ -1,4 +1,16 @@
-"""What every course widget shares: a figure shown as an image, and a fallback note.
+"""What every course widget shares: a figure shown as an image, controls by name, a fallback note.
+
+A lesson's widget is a small subclass of :class:`CourseWidget`. It declares
+
+- its controls, in :meth:`~CourseWidget.make_controls` (a dict: name → ipywidgets control);
+- its figure, in :meth:`~CourseWidget.draw`: everything drawn once, and the artists
+  that change with the controls;
+- :meth:`~CourseWidget.update`, called with the controls' values by name whenever one
+  of them changes; it sets the changing artists' data and records what it shows in
+  ``self.shown``.
+
+The base class owns the rest: the figure, the blitting, the PNG sent to the
+page, wiring the controls, and the plain-text note a saved notebook shows.
 
 A widget's figure is a plain matplotlib ``Figure`` (not pyplot, so the
 notebook never shows a stray static copy of it), rendered to PNG into an
@@ -7,59 +19,56 @@ same in JupyterLab, on Binder and in headless tests.
 
 Speed comes from blitting: the parts of the figure that never change (axes,
 ticks, labels, colorbars) are drawn once and kept as a background; on each
-change only the artists registered with :meth:`FigureView.animate` are drawn
-over it. A full draw of a small figure takes tens of milliseconds, most of it
-text layout; a blit takes a few.
+change only the animated artists are drawn over it. A full draw of a small
+figure takes tens of milliseconds, most of it text layout; a blit takes a few.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
 FALLBACK_NOTE = "[Interactive widget: run this cell to use it.]"
 
-_SHAPE_WORDS = {1: "one row of numbers (1-D)", 2: "a matrix (2-D, one row per token)"}
-
-
-def learner_array(x, name: str, ndim: int) -> np.ndarray:
-    """A learner's data for a widget as float64, or a TypeError/ValueError naming it.
-
-    Each factory then checks the sizes its picture can show.
-    """
-    try:
-        arr = np.asarray(x)
-    except Exception as exc:  # ragged nested lists, for example
-        raise TypeError(f"{name} could not be turned into a NumPy array: {exc}") from None
-    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold real numbers, but it has dtype {arr.dtype}.")
-    if arr.ndim != ndim:
-        raise ValueError(f"{name} must be {_SHAPE_WORDS[ndim]}, but it has shape {arr.shape}.")
-    if arr.size == 0:
-        raise ValueError(f"{name} is empty (shape {arr.shape}).")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must hold finite numbers: no NaN or inf.")
-    return arr.astype(np.float64)
-
 
 class FigureView:
-    """A matplotlib figure shown in an ``ipywidgets.Image``, redrawn by blitting."""
+    """A matplotlib figure shown in an ``ipywidgets.Image``, redrawn by blitting.
 
-    def __init__(self, ncols=1, nrows=1, *, figsize=(6.0, 3.0), dpi=80, **subplot_kw):
+    ``image``: an existing Image to draw into (a widget that rebuilds its figure
+    keeps its place on the page); by default a new one.
+    """
+
+    def __init__(
+        self,
+        ncols: int = 1,
+        nrows: int = 1,
+        *,
+        figsize: tuple[float, float] = (6.0, 3.0),
+        dpi: int = 80,
+        image: widgets.Image | None = None,
+        **subplot_kw: Any,
+    ) -> None:
         self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
         self.canvas = FigureCanvasAgg(self.figure)
-        self.axes = self.figure.subplots(nrows, ncols, squeeze=False, **subplot_kw)
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width="auto"))
-        self._animated: list = []
-        self._background = None
+        self.axes: np.ndarray = self.figure.subplots(nrows, ncols, squeeze=False, **subplot_kw)
+        self.image = image or widgets.Image(format="png", layout=widgets.Layout(width="auto"))
+        self._animated: list[Artist] = []
+        self._background: Any = None
 
-    def animate(self, *artists) -> None:
-        """Register artists that change with the controls (images, bars, lines, texts)."""
+    def animate(self, *artists: Any) -> None:
+        """Register artists that change with the controls (images, bars, lines, texts).
+
+        A container (a list, or matplotlib's ``BarContainer``) registers each member.
+        """
         for artist in artists:
             if isinstance(artist, (list, tuple)) or hasattr(artist, "patches"):
                 self.animate(*getattr(artist, "patches", artist))
@@ -97,19 +106,101 @@ class FigureView:
 
 
 class CourseWidget(widgets.VBox):
-    """A lesson widget: its controls by name, its figure view, and a plain-text fallback.
+    """A lesson widget: controls by name, a figure redrawn on every change, a fallback note.
 
     ``controls`` maps a name to each control, so code (and the tests) can set
-    ``w.controls["d_k"].value = 64`` and see the view change. Before its cell
-    has run, a saved notebook shows ``FALLBACK_NOTE`` instead of an error.
+    ``w.controls["d_k"].value = 64`` and see the view change. ``shown`` holds the
+    numbers the view shows now (weights, outputs, ...), by name. ``readout`` is an
+    HTML line under the figure for widgets that spell out their numbers. Before its
+    cell has run, a saved notebook shows ``FALLBACK_NOTE`` instead of an error.
+
+    Subclasses set the figure's shape (``ncols``, ``nrows``, ``figsize``, ``dpi``,
+    ``subplot_kw``) and implement :meth:`make_controls`, :meth:`draw` and
+    :meth:`update`; :meth:`arrange` places the parts when the default (controls in
+    a row, then the figure, then the readout) does not suit.
     """
 
-    def __init__(self, children, controls: dict, view: FigureView | None = None, **kwargs):
-        super().__init__(children, **kwargs)
-        self.controls = controls
-        self.view = view
+    ncols: int = 1
+    nrows: int = 1
+    figsize: tuple[float, float] = (6.0, 3.0)
+    dpi: int = 80
+    subplot_kw: Mapping[str, Any] = {}
 
-    def _repr_mimebundle_(self, **kwargs):
+    def __init__(self) -> None:
+        self.shown: dict[str, Any] = {}
+        self._paused = False
+        self.readout = widgets.HTML()
+        self.controls: dict[str, widgets.ValueWidget] = self.make_controls()
+        self.view = self._new_view()
+        for control in self.controls.values():
+            control.observe(self._changed, names="value")
+        super().__init__(list(self.arrange()))
+        self.refresh()
+
+    # -- what a lesson's widget declares ------------------------------------------------
+
+    def make_controls(self) -> dict[str, widgets.ValueWidget]:
+        """The controls, by name, in the order they are shown."""
+        raise NotImplementedError
+
+    def draw(self, axes: np.ndarray) -> Iterable[Any]:
+        """Draw what never changes on ``axes`` (``(nrows, ncols)``); return the changing artists."""
+        raise NotImplementedError
+
+    def update(self, *args: Any, **values: Any) -> None:
+        """Set the changing artists for the controls' ``values`` (by name); fill ``self.shown``.
+
+        A subclass names its controls as its parameters, ``update(self, d_k, divisor)``;
+        it is always called with keywords.
+        """
+        raise NotImplementedError
+
+    def arrange(self) -> Iterable[widgets.Widget]:
+        """The widget's parts, top to bottom."""
+        return [widgets.HBox(list(self.controls.values())), self.view.image, self.readout]
+
+    # -- what the base class does ---------------------------------------------------------
+
+    def values(self) -> dict[str, Any]:
+        """Each control's current value, by name."""
+        return {name: control.value for name, control in self.controls.items()}
+
+    def refresh(self) -> None:
+        """Update the view for the controls' current values and send the new picture."""
+        self.update(**self.values())
+        self.view.redraw()
+
+    def rebuild(self) -> None:
+        """Draw the whole figure anew into the same image (after the data changed shape)."""
+        self.view = self._new_view(image=self.view.image)
+        self.refresh()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Change several controls at once (new options, say) without redrawing for each."""
+        self._paused = True
+        try:
+            yield
+        finally:
+            self._paused = False
+
+    def _new_view(self, image: widgets.Image | None = None) -> FigureView:
+        view = FigureView(
+            self.ncols,
+            self.nrows,
+            figsize=self.figsize,
+            dpi=self.dpi,
+            image=image,
+            **dict(self.subplot_kw),
+        )
+        view.animate(*self.draw(view.axes))
+        return view
+
+    def _changed(self, _change: Any = None) -> None:
+        if not self._paused:
+            self.refresh()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle:
             bundle["text/plain"] = FALLBACK_NOTE

@@ -11,20 +11,19 @@ Lesson: ``notebooks/06_full_attention.ipynb``.
 from __future__ import annotations
 
 import html
+from typing import Any
 
+import ipywidgets as widgets
 import numpy as np
 
-from ..lessons.full_attention import (
-    PATTERNS,
-    SHARPNESS,
-    WIDE_QUERY,
-    pattern_qk,
-    row_entropy,
-)
+from .. import plots
+from ..lessons.full_attention import PATTERNS, SHARPNESS, WIDE_QUERY, pattern_qk
 from ..softmax import softmax
-from ._base import CourseWidget, FigureView, learner_array
+from ._base import CourseWidget
+from ._check import entropy, learner_array, whole_number
 
 MIN_TOKENS, MAX_TOKENS = 6, 24
+DEFAULT_TOKENS = 12
 MAX_DIM = 64
 TEMPERATURES = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 10.0)
 YOURS = "yours"
@@ -45,7 +44,97 @@ DESCRIPTIONS = {
 }
 
 
-def _check_matrix(x, name: str) -> np.ndarray:
+class PatternGallery(CourseWidget):
+    """The weights of the chosen pattern at the chosen temperature, and each row's entropy.
+
+    ``scores``: pattern name → its scores β Q Kᵀ, all (n, n). ``shown``:
+    ``"weights"`` (n, n) and ``"entropy"`` (n,) of the pattern shown.
+    """
+
+    ncols = 2
+    figsize = (7.2, 3.3)
+    subplot_kw = {"gridspec_kw": {"width_ratios": [1.25, 1.0]}}
+
+    def __init__(self, scores: dict[str, np.ndarray]) -> None:
+        self.scores = scores
+        self.n = next(iter(scores.values())).shape[0]
+        super().__init__()
+
+    def make_controls(self) -> dict[str, Any]:
+        names = list(self.scores)
+        picker = widgets.ToggleButtons(
+            options=names, value=names[0], description="pattern", style={"button_width": "82px"}
+        )
+        slider = widgets.FloatLogSlider(
+            value=1.0,
+            base=10,
+            min=-1,
+            max=1,
+            step=0.02,
+            description="temperature T",
+            readout_format=".2f",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="420px"),
+        )
+        slider.example_values = [*TEMPERATURES, 1.0]  # for the latency benchmark (a log scale)
+        return {"pattern": picker, "temperature": slider}
+
+    def arrange(self) -> list[Any]:
+        return [*self.controls.values(), self.view.image, self.readout]
+
+    def draw(self, axes: np.ndarray) -> list[Any]:
+        ax_w, ax_h = axes[0]
+        n = self.n
+        log_n = float(np.log(n))
+        self.heat = plots.heatmap(
+            np.zeros((n, n)),
+            ax_w,
+            title="weights softmax(β Q Kᵀ / T)",
+            vmin=0.0,
+            vmax=1.0,
+            annotate=False,
+        )
+        ticks = range(0, n, 3 if n <= 15 else 4)
+        ax_w.set_xticks(ticks, ticks)
+        ax_w.set_yticks(ticks, ticks)
+        ax_w.set_title(ax_w.get_title(), fontsize=10, pad=14)
+        self.bars = ax_h.barh(np.arange(n), np.zeros(n), color=plots.ACCENT, height=0.7)
+        ax_h.set_ylim(n - 0.5, -0.5)  # query 0 at the top, as in the heatmap
+        ax_h.set_xlim(0, log_n * 1.45)
+        ax_h.set_yticks(ticks, ticks)
+        ax_h.axvline(log_n, color="grey", lw=1, ls=":")
+        ax_h.text(log_n, n - 0.6, " log n\n uniform", color="grey", fontsize=7, va="bottom")
+        # The changing numbers sit in the gap the title's padding leaves above the axes.
+        ax_h.set_title("entropy of each row", fontsize=10, pad=14)
+        ax_h.set_xlabel("nats")
+        ax_h.set_ylabel("query")
+        self.status = ax_h.text(
+            0.5,
+            1.015,
+            "",
+            transform=ax_h.transAxes,
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            color=plots.ACCENT,
+        )
+        return [self.heat.image, self.bars, self.status]
+
+    def update(self, pattern: str, temperature: float) -> None:
+        weights = softmax(self.scores[pattern] / temperature)
+        row_entropy = entropy(weights)
+        self.heat.update(weights)
+        for bar, width in zip(self.bars.patches, row_entropy, strict=True):
+            bar.set_width(width)
+        self.status.set_text(
+            f"mean {row_entropy.mean():.2f} nats,  "
+            f"mean largest weight {weights.max(axis=1).mean():.2f}"
+        )
+        self.readout.value = f"<b>{html.escape(pattern)}</b>: {html.escape(DESCRIPTIONS[pattern])}"
+        self.shown = {"weights": weights, "entropy": row_entropy}
+
+
+def _matrix(x: Any, name: str) -> np.ndarray:
     arr = learner_array(x, name, ndim=2)
     if not MIN_TOKENS <= arr.shape[0] <= MAX_TOKENS:
         raise ValueError(
@@ -57,37 +146,7 @@ def _check_matrix(x, name: str) -> np.ndarray:
     return arr
 
 
-def _check_inputs(n, Q, K) -> tuple[int, np.ndarray | None]:
-    """The sequence length and the learner's scores β Q Kᵀ (or None), after checking."""
-    if (Q is None) != (K is None):
-        missing = "K" if K is None else "Q"
-        raise ValueError(f"Pass both Q and K for your own pattern; {missing} is missing.")
-    if Q is not None:
-        Q, K = _check_matrix(Q, "Q"), _check_matrix(K, "K")
-        if Q.shape != K.shape:
-            raise ValueError(
-                f"Q and K must have the same shape (n tokens, d features) for a "
-                f"square pattern; Q has {Q.shape}, K has {K.shape}."
-            )
-        if n is not None and n != Q.shape[0]:
-            raise ValueError(
-                f"n={n} disagrees with your Q and K, which have {Q.shape[0]} rows; leave n out."
-            )
-        return Q.shape[0], SHARPNESS * (Q @ K.T)
-    if n is None:
-        return 12, None
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"n must be a whole number of tokens, got {n!r}.")
-    if not MIN_TOKENS <= n <= MAX_TOKENS:
-        raise ValueError(f"n must be between {MIN_TOKENS} and {MAX_TOKENS}, got {n}.")
-    return int(n), None
-
-
-def _summary(W: np.ndarray, H: np.ndarray) -> str:
-    return f"mean {H.mean():.2f} nats,  mean largest weight {W.max(axis=1).mean():.2f}"
-
-
-def pattern_gallery(n=None, Q=None, K=None) -> CourseWidget:
+def pattern_gallery(n: int | None = None, Q: Any = None, K: Any = None) -> PatternGallery:
     """The weights of a chosen pattern at a chosen temperature, with each row's entropy.
 
     ``n``: optional number of tokens for the built-in patterns, 6 to 24 (default 12).
@@ -99,91 +158,30 @@ def pattern_gallery(n=None, Q=None, K=None) -> CourseWidget:
 
     Lesson: ``notebooks/06_full_attention.ipynb``.
     """
-    import ipywidgets as widgets
-
-    from .. import plots
-
-    n, yours = _check_inputs(n, Q, K)
-    scores = {name: SHARPNESS * np.matmul(*_qk_t(name, n)) for name in PATTERNS}
+    if (Q is None) != (K is None):
+        missing = "K" if K is None else "Q"
+        raise ValueError(f"Pass both Q and K for your own pattern; {missing} is missing.")
+    yours = None
+    if Q is not None:
+        Q, K = _matrix(Q, "Q"), _matrix(K, "K")
+        if Q.shape != K.shape:
+            raise ValueError(
+                f"Q and K must have the same shape (n tokens, d features) for a "
+                f"square pattern; Q has {Q.shape}, K has {K.shape}."
+            )
+        if n is not None and n != Q.shape[0]:
+            raise ValueError(
+                f"n={n} disagrees with your Q and K, which have {Q.shape[0]} rows; leave n out."
+            )
+        n, yours = Q.shape[0], SHARPNESS * (Q @ K.T)
+    elif n is None:
+        n = DEFAULT_TOKENS
+    else:
+        n = whole_number(n, "n", "a number of tokens", MIN_TOKENS, MAX_TOKENS)
+    scores = {}
+    for name in PATTERNS:
+        Qp, Kp = pattern_qk(name, n)
+        scores[name] = SHARPNESS * (Qp @ Kp.T)
     if yours is not None:
         scores[YOURS] = yours
-    names = list(scores)
-    log_n = float(np.log(n))
-
-    picker = widgets.ToggleButtons(
-        options=names, value=names[0], description="pattern", style={"button_width": "82px"}
-    )
-    slider = widgets.FloatLogSlider(
-        value=1.0,
-        base=10,
-        min=-1,
-        max=1,
-        step=0.02,
-        description="temperature T",
-        readout_format=".2f",
-        style={"description_width": "initial"},
-        layout=widgets.Layout(width="420px"),
-    )
-    slider.example_values = [*TEMPERATURES, 1.0]  # for the latency benchmark (a log scale)
-    note = widgets.HTML()
-
-    view = FigureView(
-        ncols=2, figsize=(7.2, 3.3), dpi=80, gridspec_kw={"width_ratios": [1.25, 1.0]}
-    )
-    ax_w, ax_h = view.axes[0]
-    W = softmax(scores[picker.value] / slider.value)
-    H = row_entropy(W)
-    heat = plots.heatmap(
-        W, ax_w, title="weights softmax(β Q Kᵀ / T)", vmin=0.0, vmax=1.0, annotate=False
-    )
-    ticks = range(0, n, 3 if n <= 15 else 4)
-    ax_w.set_xticks(ticks, ticks)
-    ax_w.set_yticks(ticks, ticks)
-    ax_w.set_title(ax_w.get_title(), fontsize=10, pad=14)
-    bars = ax_h.barh(np.arange(n), H, color=plots.ACCENT, height=0.7)
-    ax_h.set_ylim(n - 0.5, -0.5)  # query 0 at the top, as in the heatmap
-    ax_h.set_xlim(0, log_n * 1.45)
-    ax_h.set_yticks(ticks, ticks)
-    ax_h.axvline(log_n, color="grey", lw=1, ls=":")
-    ax_h.text(log_n, n - 0.6, " log n\n uniform", color="grey", fontsize=7, va="bottom")
-    # The changing numbers sit in the gap the title's padding leaves above the axes.
-    ax_h.set_title("entropy of each row", fontsize=10, pad=14)
-    ax_h.set_xlabel("nats")
-    ax_h.set_ylabel("query")
-    status = ax_h.text(
-        0.5,
-        1.015,
-        _summary(W, H),
-        transform=ax_h.transAxes,
-        ha="center",
-        va="bottom",
-        fontsize=8,
-        color=plots.ACCENT,
-    )
-    view.animate(heat.image, bars, status)
-
-    def show(change=None) -> None:
-        weights = softmax(scores[picker.value] / slider.value)
-        entropy = row_entropy(weights)
-        heat.update(weights)
-        for bar, width in zip(bars.patches, entropy, strict=True):
-            bar.set_width(width)
-        status.set_text(_summary(weights, entropy))
-        note.value = (
-            f"<b>{html.escape(picker.value)}</b>: {html.escape(DESCRIPTIONS[picker.value])}"
-        )
-        view.redraw()
-
-    picker.observe(show, names="value")
-    slider.observe(show, names="value")
-    show()
-    return CourseWidget(
-        [picker, slider, view.image, note],
-        controls={"pattern": picker, "temperature": slider},
-        view=view,
-    )
-
-
-def _qk_t(name: str, n: int):
-    Q, K = pattern_qk(name, n)
-    return Q, K.T
+    return PatternGallery(scores)

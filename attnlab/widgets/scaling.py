@@ -9,13 +9,15 @@ Lesson: ``notebooks/03_scaling.ipynb``.
 
 from __future__ import annotations
 
-import numbers
+from typing import Any
 
+import ipywidgets as widgets
 import numpy as np
 
-from ..lessons.scaling import entropy
+from .. import plots
 from ..softmax import softmax
-from ._base import CourseWidget, FigureView, learner_array
+from ._base import CourseWidget
+from ._check import entropy, learner_array, whole_number
 
 DEFAULT_D_K = 256
 DEFAULT_KEYS = 10
@@ -23,23 +25,6 @@ SEED = 7
 # Every weight cell has its value written in; each written value costs ~1 ms a frame.
 MAX_KEYS = 16
 EXPONENTS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5)
-
-
-def _check_d_k(d_k) -> int:
-    if isinstance(d_k, (bool, np.bool_)) or not isinstance(d_k, numbers.Integral):
-        raise TypeError(f"d_k must be a whole number (the length of q and k), got {d_k!r}.")
-    if d_k < 1:
-        raise ValueError(f"d_k must be at least 1, got {d_k}.")
-    return int(d_k)
-
-
-def _check_scores(scores) -> np.ndarray:
-    arr = learner_array(scores, "scores", ndim=1)
-    if not 2 <= arr.size <= MAX_KEYS:
-        raise ValueError(
-            f"scores must hold between 2 and {MAX_KEYS} numbers (one per key), got {arr.size}."
-        )
-    return arr
 
 
 def example_scores(d_k: int = DEFAULT_D_K, n_keys: int = DEFAULT_KEYS, seed: int = SEED):
@@ -50,21 +35,110 @@ def example_scores(d_k: int = DEFAULT_D_K, n_keys: int = DEFAULT_KEYS, seed: int
     return K @ q
 
 
-def _status(p: np.ndarray) -> str:
-    return f"largest {p.max():.3f}    entropy {float(entropy(p)):.2f} nats"
+class ScalingStrip(CourseWidget):
+    """The softmax weights of one score row, and the scores, divided by d_k^p.
+
+    ``scores`` and ``d_k``: the raw row and its d_k. ``shown``: ``"divisor"``
+    (d_k^p), ``"scores"`` (÷ the divisor), ``"weights"``, ``"largest"`` and
+    ``"entropy"`` (of the weights, in nats).
+    """
+
+    nrows = 2
+    figsize = (7.0, 2.5)
+
+    def __init__(self, scores: np.ndarray, d_k: int) -> None:
+        self.scores, self.d_k = scores, d_k
+        super().__init__()
+
+    def make_controls(self) -> dict[str, Any]:
+        slider = widgets.FloatSlider(
+            value=0.0,
+            min=0.0,
+            max=0.5,
+            step=0.025,
+            description="divide by d_k^p,  p =",
+            readout_format=".3f",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="420px"),
+        )
+        slider.example_values = list(EXPONENTS)  # for the latency benchmark
+        return {"p": slider}
+
+    def arrange(self) -> list[Any]:
+        ends = widgets.HTML(
+            f"p = 0: ÷ 1, the raw scores &nbsp;…&nbsp; p = 0.5: ÷ √d_k = "
+            f"÷ {np.sqrt(self.d_k):.2f} (d_k = {self.d_k})"
+        )
+        return [self.controls["p"], ends, self.readout, self.view.image]
+
+    def draw(self, axes: np.ndarray) -> list[Any]:
+        ax_w, ax_s = axes[:, 0]
+        s, n = self.scores, self.scores.size
+        self.strip = plots.weight_strip(softmax(s), ax_w, xlabel="")
+        ax_w.set_title(
+            f"softmax weights (uniform row: entropy log {n} = {np.log(n):.2f})",
+            loc="left",
+            fontsize=9,
+        )
+        ax_w.set_title("")  # weight_strip's centred title: the left one above replaces it
+        ax_w.set_xticks([])
+        self.status = ax_w.text(
+            1.0,
+            1.04,
+            "",
+            transform=ax_w.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=9,
+            fontweight="bold",
+        )
+        # The colours keep the raw scores' range, so the scores visibly fade as they shrink.
+        limit = float(np.abs(s).max()) or 1.0
+        self.scores_strip = plots.heatmap(
+            s,
+            ax_s,
+            cmap=plots.SIGNED_CMAP,
+            vmin=-limit,
+            vmax=limit,
+            annotate=False,
+            colorbar=False,
+            xlabel="key",
+            ylabel="",
+        )
+        ax_s.set_title(
+            r"scores ÷ $d_k^{\,p}$ (colours on the raw scores' scale)", loc="left", fontsize=9
+        )
+        ax_s.set_yticks([])
+        return [self.strip.image, *self.strip.texts, self.scores_strip.image, self.status]
+
+    def update(self, p: float) -> None:
+        divisor = float(self.d_k) ** p
+        scaled = self.scores / divisor
+        weights = softmax(scaled)
+        largest, ent = float(weights.max()), float(entropy(weights))
+        self.strip.update(weights)
+        self.scores_strip.update(scaled)
+        self.status.set_text(f"largest {largest:.3f}    entropy {ent:.2f} nats")
+        if divisor == 1.0:
+            which = " (the raw scores)"
+        elif np.isclose(divisor, np.sqrt(self.d_k)):
+            which = " = √d_k"
+        else:
+            which = ""
+        self.readout.value = (
+            f"scores ÷ <b>{divisor:.2f}</b>{which}: they now run from "
+            f"{scaled.min():.1f} to {scaled.max():.1f}"
+        )
+        self.shown = {
+            "divisor": divisor,
+            "scores": scaled,
+            "weights": weights,
+            "largest": largest,
+            "entropy": ent,
+        }
 
 
-def _divisor_html(s: np.ndarray, divisor: float, d_k: int) -> str:
-    if divisor == 1.0:
-        which = " (the raw scores)"
-    elif np.isclose(divisor, np.sqrt(d_k)):
-        which = " = √d_k"
-    else:
-        which = ""
-    return f"scores ÷ <b>{divisor:.2f}</b>{which}: they now run from {s.min():.1f} to {s.max():.1f}"
-
-
-def scaling_strip(scores=None, d_k=None) -> CourseWidget:
+def scaling_strip(scores: Any = None, d_k: int | None = None) -> ScalingStrip:
     """A strip of softmax weights for one score row, with a slider dividing the scores by d_k^p.
 
     ``scores``: optional 1-D array of 2 to 16 finite raw scores; pass ``d_k`` with them.
@@ -74,93 +148,19 @@ def scaling_strip(scores=None, d_k=None) -> CourseWidget:
 
     Lesson: ``notebooks/03_scaling.ipynb``.
     """
-    import ipywidgets as widgets
-
-    from .. import plots
-
+    what = "the length of q and k"
     if scores is None:
-        d_k = DEFAULT_D_K if d_k is None else _check_d_k(d_k)
-        s = example_scores(d_k)
-    else:
-        s = _check_scores(scores)
-        if d_k is None:
-            raise ValueError(
-                "d_k is needed with your scores: the slider divides them by d_k^p, up to "
-                "√d_k. Pass the length of your query and key vectors, e.g. "
-                "scaling_strip(scores=s, d_k=64)."
-            )
-        d_k = _check_d_k(d_k)
-    n = s.size
-    root = np.sqrt(d_k)
-
-    slider = widgets.FloatSlider(
-        value=0.0,
-        min=0.0,
-        max=0.5,
-        step=0.025,
-        description="divide by d_k^p,  p =",
-        readout_format=".3f",
-        continuous_update=True,
-        style={"description_width": "initial"},
-        layout=widgets.Layout(width="420px"),
-    )
-    slider.example_values = list(EXPONENTS)
-    ends = widgets.HTML(
-        f"p = 0: ÷ 1, the raw scores &nbsp;…&nbsp; p = 0.5: ÷ √d_k = ÷ {root:.2f} (d_k = {d_k})"
-    )
-
-    label = widgets.HTML()
-    view = FigureView(nrows=2, figsize=(7.0, 2.5), dpi=80)
-    ax_w, ax_s = view.axes[:, 0]
-    strip = plots.weight_strip(softmax(s), ax_w, xlabel="")
-    ax_w.set_title(
-        f"softmax weights (uniform row: entropy log {n} = {np.log(n):.2f})", loc="left", fontsize=9
-    )
-    ax_w.set_title("")  # weight_strip's centred title: the left one above replaces it
-    ax_w.set_xticks([])
-    status = ax_w.text(
-        1.0,
-        1.04,
-        "",
-        transform=ax_w.transAxes,
-        ha="right",
-        va="bottom",
-        fontsize=9,
-        fontweight="bold",
-    )
-    # The colours keep the raw scores' range, so the scores visibly fade as they shrink.
-    limit = float(np.abs(s).max()) or 1.0
-    scores_strip = plots.heatmap(
-        s,
-        ax_s,
-        cmap=plots.SIGNED_CMAP,
-        vmin=-limit,
-        vmax=limit,
-        annotate=False,
-        colorbar=False,
-        xlabel="key",
-        ylabel="",
-    )
-    ax_s.set_title(
-        r"scores ÷ $d_k^{\,p}$ (colours on the raw scores' scale)", loc="left", fontsize=9
-    )
-    ax_s.set_yticks([])
-    view.animate(strip.image, *strip.texts, scores_strip.image, status)
-
-    def show(change=None) -> None:
-        divisor = float(d_k) ** slider.value
-        scaled = s / divisor
-        weights = softmax(scaled)
-        strip.update(weights)
-        scores_strip.update(scaled)
-        status.set_text(_status(weights))
-        label.value = _divisor_html(scaled, divisor, d_k)
-        view.redraw()
-
-    slider.observe(show, names="value")
-    show()
-    widget = CourseWidget([slider, ends, label, view.image], controls={"p": slider}, view=view)
-    # For tests and curious learners: the raw row, and what the view shows now.
-    widget.scores, widget.d_k = s, d_k
-    widget.strip, widget.status, widget.label = strip, status, label
-    return widget
+        d_k = DEFAULT_D_K if d_k is None else whole_number(d_k, "d_k", what, 1)
+        return ScalingStrip(example_scores(d_k), d_k)
+    s = learner_array(scores, "scores", ndim=1)
+    if not 2 <= s.size <= MAX_KEYS:
+        raise ValueError(
+            f"scores must hold between 2 and {MAX_KEYS} numbers (one per key), got {s.size}."
+        )
+    if d_k is None:
+        raise ValueError(
+            "d_k is needed with your scores: the slider divides them by d_k^p, up to "
+            "√d_k. Pass the length of your query and key vectors, e.g. "
+            "scaling_strip(scores=s, d_k=64)."
+        )
+    return ScalingStrip(s, whole_number(d_k, "d_k", what, 1))

@@ -12,26 +12,19 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
+from typing import Any
 
+import ipywidgets as widgets
 import numpy as np
 
+from .. import plots
 from ..softmax import softmax
-from ._base import CourseWidget, FigureView, learner_array
+from ._base import CourseWidget
+from ._check import all_or_none, labels_for, learner_array
 
 MAX_TOKENS = 8  # rows of Q and of K/V: one bar per key must stay readable
 MAX_DIM = 16  # columns of Q/K (d_k) and of V (d_v)
-
-
-# ----------------------------------------------------------------------------- checking
-
-
-def _check_array(x, name: str) -> np.ndarray:
-    """A learner's matrix as float64, or a TypeError/ValueError naming the argument."""
-    arr = learner_array(x, name, ndim=2)
-    problem = _size_problem(arr, name)
-    if problem:
-        raise ValueError(problem)
-    return arr
 
 
 def _size_problem(arr: np.ndarray, name: str) -> str | None:
@@ -52,20 +45,7 @@ def _shape_problem(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> str | None:
     return None
 
 
-def _check_labels(labels, n_k: int) -> list[str]:
-    if labels is None:
-        return [f"t{j}" for j in range(n_k)]
-    if isinstance(labels, str):
-        raise TypeError("labels must be a list of names, one per token, not a single string.")
-    labels = [str(label) for label in labels]
-    if len(labels) != n_k:
-        raise ValueError(
-            f"labels must name each of the {n_k} tokens (rows of K and V); got {len(labels)} names."
-        )
-    return labels
-
-
-def parse_matrix(text: str, name: str):
+def parse_matrix(text: Any, name: str) -> tuple[np.ndarray | None, str | None]:
     """Read a matrix typed as text: rows on separate lines or split by ``;``.
 
     Numbers within a row are separated by spaces or commas; brackets are
@@ -77,7 +57,7 @@ def parse_matrix(text: str, name: str):
     rows = [r for r in rows if r]
     if not rows:
         return None, f"{name} is empty: type one row of numbers per line."
-    values = []
+    values: list[list[float]] = []
     for i, row in enumerate(rows):
         numbers = []
         for item in re.split(r"[,\s]+", row):
@@ -106,30 +86,75 @@ def format_matrix(M: np.ndarray) -> str:
     )
 
 
-# ----------------------------------------------------------------------------- drawing
+class QKVExplorer(CourseWidget):
+    """Four panels for the chosen query: raw scores, scaled scores, weights, output.
 
+    ``shown``: ``"raw"``, ``"scaled"``, ``"weights"`` (one per key) and ``"output"``
+    (d_v) of the chosen query. ``inputs``: the text boxes ``"Q"``, ``"K"``, ``"V"``,
+    the ``"apply"`` button and the ``"message"`` line.
+    """
 
-class _Panels:
-    """The four panels for one set of Q, K, V: artists built once, updated per query."""
+    ncols = 4
+    figsize = (8.6, 2.6)
 
-    def __init__(self, view: FigureView, Q, K, V, labels):
-        from .. import plots
+    def __init__(self, Q: np.ndarray, K: np.ndarray, V: np.ndarray, labels: list[str]) -> None:
+        self._use(Q, K, V, labels)
+        boxes = {
+            name: widgets.Textarea(
+                value=format_matrix(M),
+                description=name,
+                rows=5,
+                layout=widgets.Layout(width="32%"),
+                style={"description_width": "18px"},
+            )
+            for name, M in (("Q", Q), ("K", K), ("V", V))
+        }
+        apply = widgets.Button(
+            description="Apply", tooltip="Use the matrices typed above", button_style="info"
+        )
+        apply.on_click(self.apply_typed)
+        message = widgets.HTML(
+            "Type your own Q, K, V (one row per line, or rows split by ;) and press Apply."
+        )
+        self.inputs = {**boxes, "apply": apply, "message": message}
+        super().__init__()
 
-        self.labels = labels
-        n_q, d_k = Q.shape
-        n_k, d_v = V.shape
-        self.d_k = d_k
-        self.query_labels = labels if n_q == n_k else [f"q{i}" for i in range(n_q)]
+    def _use(self, Q: np.ndarray, K: np.ndarray, V: np.ndarray, labels: list[str]) -> None:
         # Every query's stages are computed now, so choosing a query only redraws.
+        self.V, self.labels = V, labels
+        self.query_labels = labels if Q.shape[0] == K.shape[0] else [f"q{i}" for i in range(len(Q))]
+        self.d_k = Q.shape[1]
         self.raw = Q @ K.T
-        self.scaled = self.raw / np.sqrt(d_k)
+        self.scaled = self.raw / np.sqrt(self.d_k)
         self.weights = softmax(self.scaled, axis=-1)
         self.out = self.weights @ V
 
-        ax_raw, ax_scaled, ax_w, ax_out = view.axes[0]
+    def make_controls(self) -> dict[str, Any]:
+        pick = widgets.ToggleButtons(
+            options=[(n, i) for i, n in enumerate(self.query_labels)],
+            value=0,
+            description="query",
+            style={"button_width": "52px"},
+        )
+        return {"query": pick}
+
+    def arrange(self) -> list[Any]:
+        boxes = [self.inputs[name] for name in "QKV"]
+        return [
+            self.controls["query"],
+            self.view.image,
+            self.readout,
+            widgets.HBox(boxes),
+            widgets.HBox([self.inputs["apply"], self.inputs["message"]]),
+        ]
+
+    def draw(self, axes: np.ndarray) -> list[Any]:
+        ax_raw, ax_scaled, ax_w, ax_out = axes[0]
+        labels, d_k, V = self.labels, self.d_k, self.V
+        n_k, d_v = V.shape
         lim = 1.15 * float(np.abs(self.raw).max()) or 1.0
         self.raw_bars = plots.bars(
-            self.raw[0],
+            np.zeros(n_k),
             ax_raw,
             labels=labels,
             title="raw scores q·k",
@@ -137,14 +162,14 @@ class _Panels:
             ylim=(-lim, lim),
         )
         self.scaled_bars = plots.bars(
-            self.scaled[0],
+            np.zeros(n_k),
             ax_scaled,
             labels=labels,
             title=f"scaled: ÷ √{d_k} = {np.sqrt(d_k):.2f}",
             ylim=(-lim, lim),
         )
         self.weight_bars = plots.bars(
-            self.weights[0],
+            np.zeros(n_k),
             ax_w,
             labels=labels,
             title="weights (sum to 1)",
@@ -154,12 +179,11 @@ class _Panels:
         self.weight_texts = [
             ax_w.text(j, 0, "", ha="center", va="bottom", fontsize=7) for j in range(n_k)
         ]
-
         lo, hi = V.min(axis=0), V.max(axis=0)
         pad = 0.1 * float(max(hi.max() - lo.min(), 1e-9))
         ax_out.bar(range(d_v), hi - lo, bottom=lo, width=0.8, color="0.85")
         self.out_bars = plots.bars(
-            self.out[0],
+            np.zeros(d_v),
             ax_out,
             labels=range(d_v),
             title="output z (grey: V's range)",
@@ -174,34 +198,43 @@ class _Panels:
         for ax in (ax_raw, ax_scaled, ax_w):
             ax.set_xlabel("key")
         ax_out.set_xlabel("value feature")
-        for ax in view.axes[0]:
+        for ax in axes[0]:
             ax.title.set_fontsize(9)
             ax.tick_params(labelsize=7)
         if d_v > 8:
             ax_out.tick_params(axis="x", labelsize=6)
-        view.animate(
-            self.raw_bars, self.scaled_bars, self.weight_bars, self.out_bars, *self.weight_texts
-        )
+        return [
+            self.raw_bars,
+            self.scaled_bars,
+            self.weight_bars,
+            self.out_bars,
+            *self.weight_texts,
+        ]
 
-    def show(self, i: int) -> None:
-        for bars, heights in (
-            (self.raw_bars, self.raw[i]),
-            (self.scaled_bars, self.scaled[i]),
-            (self.weight_bars, self.weights[i]),
-            (self.out_bars, self.out[i]),
-        ):
-            for bar, h in zip(bars.patches, heights, strict=True):
+    def update(self, query: int) -> None:
+        i = query
+        rows = {
+            "raw": self.raw[i],
+            "scaled": self.scaled[i],
+            "weights": self.weights[i],
+            "output": self.out[i],
+        }
+        bars = (self.raw_bars, self.scaled_bars, self.weight_bars, self.out_bars)
+        for container, heights in zip(bars, rows.values(), strict=True):
+            for bar, h in zip(container.patches, heights, strict=True):
                 bar.set_height(h)
         for j, (text, w) in enumerate(zip(self.weight_texts, self.weights[i], strict=True)):
             text.set_text(f"{w:.2f}")
             text.set_position((j, w + 0.02))
+        self.shown = rows
+        self.readout.value = self._summary(i)
 
-    def summary(self, i: int) -> str:
+    def _summary(self, i: int) -> str:
         """The selected query's numbers as a small HTML table and the mixing formula."""
         name = html.escape(self.query_labels[i])
         keys = "".join(f"<th>{html.escape(k)}</th>" for k in self.labels)
 
-        def row(title, values):
+        def row(title: str, values: np.ndarray) -> str:
             cells = "".join(f"<td>{v:.3f}</td>" for v in values)
             return f"<tr><th style='text-align:left'>{title}</th>{cells}</tr>"
 
@@ -219,19 +252,49 @@ class _Panels:
             f"z<sub>{name}</sub> = {terms} = [{out}]"
         )
 
+    def apply_typed(self, _button: Any = None) -> None:
+        """Show the matrices typed in the boxes; a problem goes to the message line, not raised."""
+        message = self.inputs["message"]
+        parsed = {}
+        for name in "QKV":
+            matrix, problem = parse_matrix(self.inputs[name].value, name)
+            if matrix is None:
+                message.value = _problem_html(problem or f"{name} could not be read.")
+                return
+            parsed[name] = matrix
+        Q, K, V = parsed["Q"], parsed["K"], parsed["V"]
+        problem = _shape_problem(Q, K, V)
+        if problem:
+            message.value = _problem_html(problem)
+            return
+        # The token names stay when the number of tokens does.
+        names = self.labels if K.shape[0] == len(self.labels) else None
+        self._use(Q, K, V, labels_for(names, K.shape[0], "labels", "t"))
+        pick = self.controls["query"]
+        with self.paused():
+            pick.options = [(n, i) for i, n in enumerate(self.query_labels)]
+            pick.value = 0
+        # New shapes mean new bars and limits: a fresh figure, into the same image.
+        self.rebuild()
+        shapes = ", ".join(f"{n} {M.shape[0]}×{M.shape[1]}" for n, M in parsed.items())
+        message.value = f"Showing your matrices: {shapes}."
+
 
 def _problem_html(problem: str) -> str:
     return f"<span style='color:#B00020'>{html.escape(problem, quote=False)}</span>"
 
 
-def _new_view() -> FigureView:
-    return FigureView(ncols=4, figsize=(8.6, 2.6), dpi=80)
+def _matrix(x: Any, name: str) -> np.ndarray:
+    arr = learner_array(x, name, ndim=2)
+    problem = _size_problem(arr, name)
+    if problem:
+        raise ValueError(problem)
+    return arr
 
 
-# ----------------------------------------------------------------------------- factory
-
-
-def qkv_explorer(Q=None, K=None, V=None, labels=None) -> CourseWidget:
+def qkv_explorer(
+    Q: Any = None, K: Any = None, V: Any = None, labels: Sequence[str] | None = None
+) -> QKVExplorer:
     """Pick a query and see its raw scores, scaled scores, weights and output vector.
 
     ``Q`` (n_q, d_k), ``K`` (n_k, d_k), ``V`` (n_k, d_v): optional, given
@@ -248,101 +311,14 @@ def qkv_explorer(Q=None, K=None, V=None, labels=None) -> CourseWidget:
 
     Lesson: ``notebooks/05_values.ipynb``.
     """
-    import ipywidgets as widgets
-
-    given = [x is not None for x in (Q, K, V)]
-    if any(given) and not all(given):
-        missing = ", ".join(n for n, g in zip("QKV", given, strict=True) if not g)
-        raise ValueError(
-            f"Give Q, K and V together (missing: {missing}), or none of them "
-            "for the built-in example."
-        )
-    if Q is None:
+    if not all_or_none({"Q": Q, "K": K, "V": V}):
         from ..data import worked_example
 
         example = worked_example()
         Q, K, V = example.Q, example.K, example.V
         labels = list(example.labels) if labels is None else labels
-    Q, K, V = _check_array(Q, "Q"), _check_array(K, "K"), _check_array(V, "V")
+    Q, K, V = _matrix(Q, "Q"), _matrix(K, "K"), _matrix(V, "V")
     problem = _shape_problem(Q, K, V)
     if problem:
         raise ValueError(problem)
-    labels = _check_labels(labels, K.shape[0])
-
-    state = {"view": _new_view(), "busy": False}
-    state["panels"] = _Panels(state["view"], Q, K, V, labels)
-    pick = widgets.ToggleButtons(
-        options=[(n, i) for i, n in enumerate(state["panels"].query_labels)],
-        value=0,
-        description="query",
-        style={"button_width": "52px"},
-    )
-    numbers = widgets.HTML()
-    boxes = {
-        name: widgets.Textarea(
-            value=format_matrix(M),
-            description=name,
-            rows=5,
-            layout=widgets.Layout(width="32%"),
-            style={"description_width": "18px"},
-        )
-        for name, M in (("Q", Q), ("K", K), ("V", V))
-    }
-    apply = widgets.Button(
-        description="Apply", tooltip="Use the matrices typed above", button_style="info"
-    )
-    message = widgets.HTML(
-        "Type your own Q, K, V (one row per line, or rows split by ;) and press Apply."
-    )
-
-    def show(change=None) -> None:
-        if state["busy"]:
-            return
-        panels = state["panels"]
-        panels.show(pick.value)
-        numbers.value = panels.summary(pick.value)
-        state["view"].redraw()
-
-    def use_typed(_button=None) -> None:
-        parsed = {}
-        for name, box in boxes.items():
-            matrix, problem = parse_matrix(box.value, name)
-            if problem:
-                message.value = _problem_html(problem)
-                return
-            parsed[name] = matrix
-        problem = _shape_problem(parsed["Q"], parsed["K"], parsed["V"])
-        if problem:
-            message.value = _problem_html(problem)
-            return
-        n_k = parsed["K"].shape[0]
-        names = state["panels"].labels if n_k == len(state["panels"].labels) else None
-        # New shapes mean new bars and limits: build a fresh figure into the same image.
-        view = _new_view()
-        view.image = widget.view.image
-        panels = _Panels(view, parsed["Q"], parsed["K"], parsed["V"], _check_labels(names, n_k))
-        state.update(view=view, panels=panels, busy=True)
-        widget.view = view
-        pick.options = [(n, i) for i, n in enumerate(panels.query_labels)]
-        pick.value = 0
-        state["busy"] = False
-        show()
-        shapes = ", ".join(f"{n} {M.shape[0]}×{M.shape[1]}" for n, M in parsed.items())
-        message.value = f"Showing your matrices: {shapes}."
-
-    pick.observe(show, names="value")
-    apply.on_click(use_typed)
-    show()
-    widget = CourseWidget(
-        [
-            pick,
-            state["view"].image,
-            numbers,
-            widgets.HBox(list(boxes.values())),
-            widgets.HBox([apply, message]),
-        ],
-        controls={"query": pick},
-        view=state["view"],
-    )
-    widget.inputs = {**boxes, "apply": apply, "message": message}
-    return widget
+    return QKVExplorer(Q, K, V, labels_for(labels, K.shape[0], "labels", "t"))

@@ -6,15 +6,16 @@ Lesson: ``notebooks/02_variance.ipynb``. The samples come from
 
 from __future__ import annotations
 
-import numbers
+from collections.abc import Iterable
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
 
-from attnlab import plots
-from attnlab.lessons.variance import DISTRIBUTIONS, samples_by_dk
-
-from ._base import CourseWidget, FigureView
+from .. import plots
+from ..lessons.variance import DISTRIBUTIONS, samples_by_dk
+from ._base import CourseWidget
+from ._check import is_whole_number, whole_number
 
 DEFAULT_D_KS = tuple(2**i for i in range(10))  # 1, 2, 4, ..., 512
 LARGEST_D_K = 4096
@@ -25,16 +26,16 @@ SCALED_BINS = 50
 SCALED_TOP = 1.1  # the tallest scaled histogram (d_k = 1, a spike at 0) stays below this
 
 
-def _check_d_ks(d_ks) -> tuple[int, ...]:
+def _check_d_ks(d_ks: Any) -> tuple[int, ...]:
     if d_ks is None:
         return DEFAULT_D_KS
-    if isinstance(d_ks, (str, bytes)) or not hasattr(d_ks, "__iter__"):
+    if isinstance(d_ks, (str, bytes)) or not isinstance(d_ks, Iterable):
         raise TypeError(f"d_ks must be a list of whole numbers such as [1, 4, 16], got {d_ks!r}.")
     values = list(d_ks)
     if not values:
         raise ValueError("d_ks must contain at least one d_k, e.g. d_ks=[1, 4, 16, 64].")
     for d in values:
-        if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+        if not is_whole_number(d):
             raise TypeError(f"d_ks must hold whole numbers (the lengths of q and k), got {d!r}.")
         if not 1 <= d <= LARGEST_D_K:
             raise ValueError(f"every value in d_ks must be between 1 and {LARGEST_D_K}, got {d}.")
@@ -43,27 +44,128 @@ def _check_d_ks(d_ks) -> tuple[int, ...]:
     return tuple(sorted(int(d) for d in values))
 
 
-def _check_n_samples(n_samples) -> int:
-    lo, hi = SAMPLES_RANGE
-    if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral):
-        raise TypeError(f"n_samples must be a whole number, got {n_samples!r}.")
-    if not lo <= n_samples <= hi:
-        raise ValueError(f"n_samples must be between {lo} and {hi}, got {n_samples}.")
-    return int(n_samples)
-
-
 def _raw_limit(largest_d_k: int) -> float:
     # 3.5 standard deviations of the widest histogram, rounded up to a multiple of 10.
     return float(max(10.0, np.ceil(3.5 * np.sqrt(largest_d_k) / 10.0) * 10.0))
 
 
-def variance_explorer(d_ks=None, *, n_samples: int = 10_000, dist: str = "normal", seed: int = 2):
+class VarianceExplorer(CourseWidget):
+    """Histograms of q·k (raw, and ÷ √d_k) for the d_k on the slider.
+
+    ``shown``: ``"d_k"``, ``"raw_std"`` and ``"scaled_std"`` (measured on the samples
+    shown), ``"raw"`` and ``"scaled"`` (the bar heights of each histogram).
+    """
+
+    ncols = 2
+    figsize = (7.6, 3.0)
+
+    def __init__(self, samples: dict[int, np.ndarray], note: str) -> None:
+        self.samples = samples
+        self.d_ks = sorted(samples)
+        self.raw_limit = _raw_limit(self.d_ks[-1])
+        raw_edges = np.linspace(-self.raw_limit, self.raw_limit, RAW_BINS + 1)
+        scaled_edges = np.linspace(-SCALED_LIMIT, SCALED_LIMIT, SCALED_BINS + 1)
+        # Everything the slider shows is computed here, once.
+        self.frames = {}
+        for d, s in samples.items():
+            raw_counts, _ = np.histogram(s, bins=raw_edges)
+            scaled = s / np.sqrt(d)
+            scaled_counts, _ = np.histogram(scaled, bins=scaled_edges)
+            self.frames[d] = {
+                "d_k": d,
+                "raw": raw_counts / max(raw_counts.max(), 1),
+                "scaled": scaled_counts / (s.size * np.diff(scaled_edges)),
+                "raw_std": float(np.std(s, ddof=1)),
+                "scaled_std": float(np.std(scaled, ddof=1)),
+            }
+        super().__init__()
+        self.readout.value = note
+
+    def make_controls(self) -> dict[str, Any]:
+        slider = widgets.SelectionSlider(
+            options=self.d_ks,
+            value=self.d_ks[0],
+            description="d_k",
+            layout=widgets.Layout(width="420px"),
+        )
+        return {"d_k": slider}
+
+    def draw(self, axes: np.ndarray) -> list[Any]:
+        ax_raw, ax_scaled = axes[0]
+        first, limit = self.d_ks[0], self.raw_limit
+        self.raw_hist = plots.histogram(
+            self.samples[first],
+            ax_raw,
+            bins=RAW_BINS,
+            range=(-limit, limit),
+            density=False,
+            title="raw scores q·k",
+            xlabel="q·k",
+        )
+        ax_raw.set_ylabel("count / largest count")
+        ax_raw.set_xlim(-limit, limit)
+        ax_raw.set_ylim(0, 1.25)
+        self.band = ax_raw.axvspan(-1.0, 1.0, color=plots.SECOND, alpha=0.18, linewidth=0)
+        self.raw_text = ax_raw.text(
+            0.03, 0.95, "", transform=ax_raw.transAxes, va="top", fontsize=9
+        )
+
+        self.scaled_hist = plots.histogram(
+            self.samples[first] / np.sqrt(first),
+            ax_scaled,
+            bins=SCALED_BINS,
+            range=(-SCALED_LIMIT, SCALED_LIMIT),
+            title="scaled scores q·k / √d_k",
+            xlabel="q·k / √d_k",
+        )
+        x = np.linspace(-SCALED_LIMIT, SCALED_LIMIT, 300)
+        ax_scaled.plot(
+            x,
+            np.exp(-0.5 * x**2) / np.sqrt(2 * np.pi),
+            color=plots.SECOND,
+            linewidth=1.2,
+            label="normal, std 1",
+        )
+        ax_scaled.legend(loc="upper right", fontsize=8)
+        ax_scaled.set_xlim(-SCALED_LIMIT, SCALED_LIMIT)
+        ax_scaled.set_ylim(0, SCALED_TOP)
+        self.scaled_text = ax_scaled.text(
+            0.03, 0.95, "", transform=ax_scaled.transAxes, va="top", fontsize=9
+        )
+        return [
+            self.raw_hist.patch,
+            self.band,
+            self.raw_text,
+            self.scaled_hist.patch,
+            self.scaled_text,
+        ]
+
+    def update(self, d_k: int) -> None:
+        frame = self.frames[d_k]
+        self.raw_hist.patch.set_data(frame["raw"])
+        std = frame["raw_std"]
+        self.band.set_x(-std)
+        self.band.set_width(2 * std)
+        self.raw_text.set_text(f"d_k = {d_k}\nmeasured std {std:.2f}\n√d_k = {np.sqrt(d_k):.2f}")
+        self.scaled_hist.patch.set_data(frame["scaled"])
+        self.scaled_text.set_text(f"measured std {frame['scaled_std']:.2f}")
+        self.shown = dict(frame)
+
+
+def variance_explorer(
+    d_ks: Iterable[int] | None = None,
+    *,
+    n_samples: int = 10_000,
+    dist: str = "normal",
+    seed: int = 2,
+) -> VarianceExplorer:
     """Two histograms of q·k for a d_k chosen with a slider: raw, and divided by √d_k.
 
     ``d_ks``: the d_k values on the slider (whole numbers from 1 to 4096; default the
     powers of two 1, 2, ..., 512). ``n_samples``: dot products per d_k (100 to 100 000).
     ``dist``: how the entries of q and k are drawn, "normal", "uniform" or
     "rademacher" (each with mean 0 and variance 1). ``seed`` fixes the samples.
+    ``controls``: ``"d_k"``.
 
     The left panel keeps a fixed x-range wide enough for the largest d_k and shows
     each histogram with its tallest bar at the same height, so only the spread
@@ -72,96 +174,15 @@ def variance_explorer(d_ks=None, *, n_samples: int = 10_000, dist: str = "normal
 
     Lesson: ``notebooks/02_variance.ipynb``.
     """
-    d_ks = _check_d_ks(d_ks)
-    n_samples = _check_n_samples(n_samples)
+    checked = _check_d_ks(d_ks)
+    n_samples = whole_number(n_samples, "n_samples", "dot products per d_k", *SAMPLES_RANGE)
     if dist not in DISTRIBUTIONS:
         raise ValueError(
             f"dist must be one of {', '.join(map(repr, DISTRIBUTIONS))}, got {dist!r}."
         )
-
-    # Everything the slider shows is computed here, once.
-    samples = samples_by_dk(d_ks, n_samples, np.random.default_rng(seed), dist)
-    raw_limit = _raw_limit(d_ks[-1])
-    raw_edges = np.linspace(-raw_limit, raw_limit, RAW_BINS + 1)
-    scaled_edges = np.linspace(-SCALED_LIMIT, SCALED_LIMIT, SCALED_BINS + 1)
-    frames = {}
-    for d, s in samples.items():
-        raw_counts, _ = np.histogram(s, bins=raw_edges)
-        scaled = s / np.sqrt(d)
-        scaled_counts, _ = np.histogram(scaled, bins=scaled_edges)
-        frames[d] = {
-            "raw": raw_counts / max(raw_counts.max(), 1),
-            "scaled": scaled_counts / (n_samples * np.diff(scaled_edges)),
-            "raw_std": float(np.std(s, ddof=1)),
-            "scaled_std": float(np.std(scaled, ddof=1)),
-        }
-
-    view = FigureView(ncols=2, figsize=(7.6, 3.0), dpi=80)
-    ax_raw, ax_scaled = view.axes[0]
-    first = d_ks[0]
-    raw_hist = plots.histogram(
-        samples[first],
-        ax_raw,
-        bins=RAW_BINS,
-        range=(-raw_limit, raw_limit),
-        density=False,
-        title="raw scores q·k",
-        xlabel="q·k",
-    )
-    ax_raw.set_ylabel("count / largest count")
-    ax_raw.set_xlim(-raw_limit, raw_limit)
-    ax_raw.set_ylim(0, 1.25)
-    band = ax_raw.axvspan(-1.0, 1.0, color=plots.SECOND, alpha=0.18, linewidth=0)
-    raw_text = ax_raw.text(0.03, 0.95, "", transform=ax_raw.transAxes, va="top", fontsize=9)
-
-    scaled_hist = plots.histogram(
-        samples[first] / np.sqrt(first),
-        ax_scaled,
-        bins=SCALED_BINS,
-        range=(-SCALED_LIMIT, SCALED_LIMIT),
-        title="scaled scores q·k / √d_k",
-        xlabel="q·k / √d_k",
-    )
-    x = np.linspace(-SCALED_LIMIT, SCALED_LIMIT, 300)
-    ax_scaled.plot(
-        x,
-        np.exp(-0.5 * x**2) / np.sqrt(2 * np.pi),
-        color=plots.SECOND,
-        linewidth=1.2,
-        label="normal, std 1",
-    )
-    ax_scaled.legend(loc="upper right", fontsize=8)
-    ax_scaled.set_xlim(-SCALED_LIMIT, SCALED_LIMIT)
-    ax_scaled.set_ylim(0, SCALED_TOP)
-    scaled_text = ax_scaled.text(
-        0.03, 0.95, "", transform=ax_scaled.transAxes, va="top", fontsize=9
-    )
-
-    view.animate(raw_hist.patch, band, raw_text, scaled_hist.patch, scaled_text)
-
-    slider = widgets.SelectionSlider(
-        options=list(d_ks),
-        value=first,
-        description="d_k",
-        continuous_update=True,
-        layout=widgets.Layout(width="420px"),
-    )
-
-    def show(d: int) -> None:
-        frame = frames[d]
-        raw_hist.patch.set_data(frame["raw"])
-        std = frame["raw_std"]
-        band.set_x(-std)
-        band.set_width(2 * std)
-        raw_text.set_text(f"d_k = {d}\nmeasured std {std:.2f}\n√d_k = {np.sqrt(d):.2f}")
-        scaled_hist.patch.set_data(frame["scaled"])
-        scaled_text.set_text(f"measured std {frame['scaled_std']:.2f}")
-        view.redraw()
-
-    slider.observe(lambda change: show(change["new"]), names="value")
-    show(first)
-    note = widgets.HTML(
+    samples = samples_by_dk(checked, n_samples, np.random.default_rng(seed), dist)
+    note = (
         f"{n_samples} dot products per d_k ({dist} entries, mean 0, variance 1). "
         "Shaded: ± one measured standard deviation."
     )
-    return CourseWidget([slider, view.image, note], controls={"d_k": slider}, view=view)
+    return VarianceExplorer(samples, note)
