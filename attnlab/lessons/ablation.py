@@ -200,14 +200,16 @@ def train_divisors(
     for i, divisor in enumerate(divisors):
         rows = slice(i * n, (i + 1) * n)
         runs[divisor] = Run(
-            d_k,
-            divisor,
-            float(scales[i * n]),
-            seeds,
-            task.n_pairs,
-            *(curves[k][rows] for k in ("loss", "accuracy", "entropy")),
-            final["accuracy"][rows],
-            final["entropy"][rows],
+            d_k=d_k,
+            divisor=divisor,
+            scale=float(scales[i * n]),
+            seeds=seeds,
+            n_pairs=task.n_pairs,
+            loss=curves["loss"][rows],
+            accuracy=curves["accuracy"][rows],
+            entropy=curves["entropy"][rows],
+            final_accuracy=final["accuracy"][rows],
+            final_entropy=final["entropy"][rows],
         )
     return runs
 

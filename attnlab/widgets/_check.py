@@ -6,11 +6,12 @@ a mistake is reported by name and never as a traceback from matplotlib.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from .._inputs import is_whole_number
 
 _SHAPE_WORDS = {1: "one row of numbers (1-D)", 2: "a matrix (2-D, one row per token)"}
 
@@ -34,11 +35,6 @@ def learner_array(x: Any, name: str, ndim: int) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} must hold finite numbers: no NaN or inf.")
     return arr.astype(np.float64)
-
-
-def is_whole_number(x: Any) -> bool:
-    """An integer (Python or NumPy), but not a bool: ``True`` is not a count of anything."""
-    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
 
 
 def whole_number(x: Any, name: str, what: str, low: int, high: int | None = None) -> int:
@@ -79,11 +75,3 @@ def labels_for(labels: Sequence[Any] | None, n: int, name: str, default: str) ->
     if len(names) != n:
         raise ValueError(f"{name} must be a list of {n} labels, one per token; got {len(names)}.")
     return names
-
-
-def entropy(p: np.ndarray) -> np.ndarray:
-    """Entropy of each row in nats, ``-Σ_j p_j log p_j`` (0 log 0 = 0); ``(..., n)`` → ``(...)``.
-
-    The widgets' copy: their rows are softmax outputs, already checked.
-    """
-    return -(p * np.log(np.where(p > 0, p, 1.0))).sum(axis=-1)

@@ -18,9 +18,9 @@ import numpy as np
 
 from .. import plots
 from ..lessons.full_attention import PATTERNS, SHARPNESS, WIDE_QUERY, pattern_qk
-from ..softmax import softmax
+from ..softmax import entropy, softmax
 from ._base import CourseWidget
-from ._check import entropy, learner_array, whole_number
+from ._check import learner_array, whole_number
 
 MIN_TOKENS, MAX_TOKENS = 6, 24
 DEFAULT_TOKENS = 12

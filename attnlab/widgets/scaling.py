@@ -15,9 +15,9 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import plots
-from ..softmax import softmax
+from ..softmax import entropy, softmax
 from ._base import CourseWidget
-from ._check import entropy, learner_array, whole_number
+from ._check import learner_array, whole_number
 
 DEFAULT_D_K = 256
 DEFAULT_KEYS = 10

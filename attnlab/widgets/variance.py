@@ -13,9 +13,10 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import plots
+from .._inputs import is_whole_number
 from ..lessons.variance import DISTRIBUTIONS, samples_by_dk
 from ._base import CourseWidget
-from ._check import is_whole_number, whole_number
+from ._check import whole_number
 
 DEFAULT_D_KS = tuple(2**i for i in range(10))  # 1, 2, 4, ..., 512
 LARGEST_D_K = 4096
