@@ -12,6 +12,7 @@ PYTEST := $(BIN)/python -m pytest
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: help env lab test test-browser lint unit nbval notebooks bench lock clean release autograde feedback
+.PHONY: site test-site test-wheel site-env
 
 help:
 	@echo "make lab     start JupyterLab at the first lesson (builds .venv if needed)"
@@ -23,6 +24,9 @@ help:
 	@echo "make autograde  instructors: grade submitted/<student>/<lesson>/ into grades.csv"
 	@echo "make feedback   instructors: an HTML report per graded submission under feedback/"
 	@echo "make notebooks  re-run the lesson notebooks and save them with fresh outputs"
+	@echo "make site       the course website in site/: the book and JupyterLite (no install for learners)"
+	@echo "make test-site  build the site and test every lesson in Chromium, offline"
+	@echo "make test-wheel build the wheel, install it in a fresh venv, run attnlab lab and one lesson"
 
 env: $(STAMP)
 
@@ -64,7 +68,7 @@ lint: env
 
 # pytest exits 5 when it collects nothing; that must fail the build, loudly.
 unit: env
-	@$(PYTEST) tests --ignore=tests/browser || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
+	@$(PYTEST) tests --ignore=tests/browser --ignore=tests/website || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
 
 nbval: env
 	@$(PYTEST) --nbval --nbval-current-env --sanitize-with tests/nbval_sanitize.cfg notebooks \
@@ -85,3 +89,39 @@ lock:
 
 clean:
 	rm -rf $(VENV) bench/results .pytest_cache .hypothesis
+
+# The website (make site): its own pinned environment in .venv-site, apart from the
+# course's; npm and PyPI are its only sources (see tools/site.py).
+SITE_VENV  ?= .venv-site
+SITE_BIN   := $(SITE_VENV)/bin
+SITE_STAMP := $(SITE_VENV)/.attnlab-site-env
+# Where Pyodide's package wheels come from (each verified against the official lock).
+PYODIDE_WHEELS ?=
+AXE_VERSION := 4.10.3
+
+site-env: $(SITE_STAMP)
+
+$(SITE_STAMP): book/requirements.txt
+	@test -x $(SITE_BIN)/python || $(PYTHON) -m venv $(SITE_VENV)
+	$(SITE_BIN)/python -m pip install --quiet --upgrade "pip>=23.1"
+	$(SITE_BIN)/python -m pip install --quiet --no-deps -r book/requirements.txt
+	@touch $@
+
+site: site-env
+	$(SITE_BIN)/python tools/site.py $(if $(PYODIDE_WHEELS),--pyodide-wheels $(PYODIDE_WHEELS))
+
+# Chromium runs in a network namespace with only the loopback (root: unshare -n).
+test-site: site
+	@test -f .site-cache/npm/axe-core-$(AXE_VERSION)/package/axe.min.js || { \
+	  mkdir -p .site-cache/npm/axe-core-$(AXE_VERSION) && cd .site-cache/npm/axe-core-$(AXE_VERSION) && \
+	  npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && tar xzf axe-core-$(AXE_VERSION).tgz && \
+	  rm axe-core-$(AXE_VERSION).tgz; }
+	@if [ "$$(id -u)" = 0 ] && command -v unshare >/dev/null; then \
+	  unshare -n sh -c 'ip link set lo up 2>/dev/null || ifconfig lo up; exec $(SITE_BIN)/python -m pytest tests/website -q -p no:cacheprovider --confcutdir=tests/website'; \
+	else \
+	  echo "not root: testing without a separate network namespace (requests off 127.0.0.1 still fail)"; \
+	  $(SITE_BIN)/python -m pytest tests/website -q -p no:cacheprovider --confcutdir=tests/website; \
+	fi
+
+test-wheel: site-env
+	$(SITE_BIN)/python -m pytest tests/wheel -q -p no:cacheprovider --confcutdir=tests/wheel

@@ -350,6 +350,11 @@ def build_lite(work: Path, wheels_spec: str) -> None:
             "litePluginSettings": {KERNEL_PLUGIN: {"disablePyPIFallback": True}},
             # No news fetch from the internet.
             "disabledExtensions": ["@jupyterlab/apputils-extension:announcements"],
+            # Every cell in the page, not only those scrolled into view: the lessons are
+            # short, and a learner's browser search (Ctrl-F) then finds any cell.
+            "settingsOverrides": {
+                "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}
+            },
         },
     }
     (lite / "jupyter-lite.json").write_text(json.dumps(config, indent=2))
