@@ -9,6 +9,7 @@ thread that is abandoned when the time is up.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -40,7 +41,9 @@ def run_with_time_limit(fn: Callable[[], Any], seconds: float | None) -> Any:
 
     ``seconds=None`` means no limit. Exceptions from ``fn`` propagate unchanged.
     """
-    if seconds is None:
+    # Pyodide (the course's in-browser site) can start neither threads nor timers:
+    # there the answer runs without a limit rather than failing every check.
+    if seconds is None or sys.platform == "emscripten":
         return fn()
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
         try:

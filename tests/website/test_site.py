@@ -38,7 +38,7 @@ RUN_TIMEOUT = 180_000  # ms: the cells before the first exercise, in WebAssembly
 CELL_TIMEOUT = 90_000  # ms: one cell (the first `import attnlab` loads matplotlib)
 WIDGET_TIMEOUT = 30_000  # ms: one redraw of a widget after a drag
 
-NOTEBOOK = ".jp-NotebookPanel:visible .jp-Notebook"
+NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"  # CSS, for the page's JS too
 EXECUTION_INDICATOR = ".jp-Notebook-ExecutionIndicator"
 WIDGET_IMAGE = "img.widget-image"
 SLIDER_HANDLE = ".widget-slider .noUi-handle"
@@ -189,8 +189,14 @@ def _wait_idle(page: Page, timeout: float) -> None:
     )
 
 
+# Printed once by matplotlib on its first import in a fresh browser (no font cache yet).
+FONT_CACHE_NOTE = "Matplotlib is building the font cache"
+
+
 def _errors(cells: Locator) -> list[str]:
-    return [t for t in cells.locator(ERROR_OUTPUT).all_inner_texts() if t.strip()]
+    """Tracebacks and warnings: whatever the cells wrote to stderr."""
+    texts = cells.locator(ERROR_OUTPUT).all_inner_texts()
+    return [t for t in texts if t.strip() and not t.strip().startswith(FONT_CACHE_NOTE)]
 
 
 def _set_source(page: Page, index: int, text: str) -> None:
