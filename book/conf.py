@@ -20,6 +20,7 @@ html_theme = "sphinx_book_theme"
 html_title = "attnlab: attention, from the dot product up"
 html_static_path = ["_static"]
 html_css_files = ["attnlab.css"]
+html_js_files = ["attnlab.js"]
 html_show_sourcelink = False
 html_copy_source = False
 html_theme_options = {

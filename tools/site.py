@@ -309,6 +309,9 @@ def build_book(work: Path) -> None:
         + ["-d", str(work / "doctrees"), str(source), str(SITE)],
         check=True,
     )
+    # The theme's source maps (3 MB) serve only its developers' debugger.
+    for source_map in (SITE / "_static").rglob("*.map"):
+        source_map.unlink()
 
 
 # --- JupyterLite ----------------------------------------------------------------------------

@@ -42,6 +42,7 @@ NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"  # CSS, for the 
 EXECUTION_INDICATOR = ".jp-Notebook-ExecutionIndicator"
 WIDGET_IMAGE = "img.widget-image"
 SLIDER_HANDLE = ".widget-slider .noUi-handle"
+TOGGLE = ".widget-toggle-buttons button"  # a widget without a slider (05) has these
 ERROR_OUTPUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 
 # A classic mistake for each lesson's first exercise, made from the reference
@@ -261,7 +262,7 @@ def test_lesson(stem, page, site):
         assert figure.evaluate("img => img.naturalWidth") > 0, f"{stem}: a figure did not load"
         alt = figure.get_attribute("alt") or ""
         assert alt.startswith("Figure") and len(alt.split()) >= 5, f"{stem}: alt text {alt!r}"
-    page.wait_for_function("() => !window.MathJax || MathJax.startup?.promise", timeout=30_000)
+    page.wait_for_function("() => document.documentElement.dataset.attnlabMath", timeout=30_000)
     _audit(page, f"{stem} (book)")
     page.screenshot(path=str(SCREENSHOTS / f"book-{stem}.png"))
 
@@ -291,20 +292,29 @@ def test_lesson(stem, page, site):
         prompt = cells.nth(index).locator(".jp-InputPrompt").inner_text().strip()
         assert re.fullmatch(r"\[\d+\]:", prompt), f"{stem}: cell {index} did not run ({prompt})"
 
-    # 4. The first widget responds to a mouse drag.
+    # 4. The first widget responds to the mouse: a slider dragged, or a button clicked.
     _run_cell(page, lesson.widget)
     widget_cell = cells.nth(lesson.widget)
     image = widget_cell.locator(WIDGET_IMAGE).first
     expect(image).to_be_visible(timeout=WIDGET_TIMEOUT)
     first_widget = time.monotonic() - started
-    handle = widget_cell.locator(SLIDER_HANDLE).first
-    value = handle.get_attribute("aria-valuenow")
     before = image.get_attribute("src")
-    at_end = float(value) >= float(handle.get_attribute("aria-valuemax"))
-    _drag(page, handle, -80 if at_end else 80)
-    expect(handle, f"{stem}: dragging did not move the slider").not_to_have_attribute(
-        "aria-valuenow", value, timeout=WIDGET_TIMEOUT
-    )
+    if widget_cell.locator(SLIDER_HANDLE).count():
+        handle = widget_cell.locator(SLIDER_HANDLE).first
+        value = handle.get_attribute("aria-valuenow")
+        at_end = float(value) >= float(handle.get_attribute("aria-valuemax"))
+        _drag(page, handle, -80 if at_end else 80)
+        expect(handle, f"{stem}: dragging did not move the slider").not_to_have_attribute(
+            "aria-valuenow", value, timeout=WIDGET_TIMEOUT
+        )
+    else:
+        buttons = widget_cell.locator(TOGGLE)
+        active = buttons.evaluate_all("bs => bs.map(b => b.classList.contains('mod-active'))")
+        other = buttons.nth(active.index(False))
+        other.click()
+        expect(other, f"{stem}: the click did not select").to_have_class(
+            re.compile(r"\bmod-active\b"), timeout=WIDGET_TIMEOUT
+        )
     expect(image, f"{stem}: the picture did not change").not_to_have_attribute(
         "src", before, timeout=WIDGET_TIMEOUT
     )
