@@ -10,6 +10,7 @@ import numbers
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.patches import Rectangle
 
 from attnlab import plots
 from attnlab.lessons.variance import DISTRIBUTIONS, samples_by_dk
@@ -111,7 +112,19 @@ def variance_explorer(d_ks=None, *, n_samples: int = 10_000, dist: str = "normal
     ax_raw.set_ylabel("count / largest count")
     ax_raw.set_xlim(-raw_limit, raw_limit)
     ax_raw.set_ylim(0, 1.25)
-    band = ax_raw.axvspan(-1.0, 1.0, color=plots.SECOND, alpha=0.18, linewidth=0)
+    # A Rectangle spanning the axes' height, as axvspan makes it from matplotlib 3.9 on
+    # (before, axvspan makes a Polygon, which has no set_x / set_width).
+    band = ax_raw.add_patch(
+        Rectangle(
+            (-1.0, 0.0),
+            2.0,
+            1.0,
+            transform=ax_raw.get_xaxis_transform(),
+            color=plots.SECOND,
+            alpha=0.18,
+            linewidth=0,
+        )
+    )
     raw_text = ax_raw.text(0.03, 0.95, "", transform=ax_raw.transAxes, va="top", fontsize=9)
 
     scaled_hist = plots.histogram(

@@ -78,6 +78,7 @@ class Lesson:
         self.stem = stem
         self.cells = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))["cells"]
         graded = [c.get("metadata", {}).get("nbgrader", {}) for c in self.cells]
+        self.graded = [bool(g.get("solution") or g.get("grade")) for g in graded]
         self.answer = next(i for i, g in enumerate(graded) if g.get("solution"))
         self.check = self.answer + 1
         assert graded[self.check].get("grade"), f"{stem}: no check cell after the first answer"
@@ -244,6 +245,38 @@ def _record(stem: str, **timings: float) -> None:
     TIMINGS.write_text(json.dumps(data, indent=1, sort_keys=True))
 
 
+def _widget_responds(page: Page, lesson: Lesson, started: float) -> float:
+    """Run the lesson's first widget; a slider dragged (or, without a slider, another
+    button clicked) must redraw its picture. Returns seconds since ``started``."""
+    _run_cell(page, lesson.widget)
+    widget_cell = _cells(page).nth(lesson.widget)
+    image = widget_cell.locator(WIDGET_IMAGE).first
+    expect(image).to_be_visible(timeout=WIDGET_TIMEOUT)
+    shown = time.monotonic() - started
+    before = image.get_attribute("src")
+    if widget_cell.locator(SLIDER_HANDLE).count():
+        handle = widget_cell.locator(SLIDER_HANDLE).first
+        value = handle.get_attribute("aria-valuenow")
+        at_end = float(value) >= float(handle.get_attribute("aria-valuemax"))
+        _drag(page, handle, -80 if at_end else 80)
+        expect(handle, f"{lesson.stem}: dragging did not move the slider").not_to_have_attribute(
+            "aria-valuenow", value, timeout=WIDGET_TIMEOUT
+        )
+    else:
+        buttons = widget_cell.locator(TOGGLE)
+        active = buttons.evaluate_all("bs => bs.map(b => b.classList.contains('mod-active'))")
+        other = buttons.nth(active.index(False))
+        other.click()
+        expect(other, f"{lesson.stem}: the click did not select").to_have_class(
+            re.compile(r"\bmod-active\b"), timeout=WIDGET_TIMEOUT
+        )
+    expect(image, f"{lesson.stem}: the picture did not change").not_to_have_attribute(
+        "src", before, timeout=WIDGET_TIMEOUT
+    )
+    widget_cell.screenshot(path=str(SCREENSHOTS / f"lite-{lesson.stem}.png"))
+    return shown
+
+
 # -- every lesson ---------------------------------------------------------------------------
 
 
@@ -292,45 +325,33 @@ def test_lesson(stem, page, site):
         prompt = cells.nth(index).locator(".jp-InputPrompt").inner_text().strip()
         assert re.fullmatch(r"\[\d+\]:", prompt), f"{stem}: cell {index} did not run ({prompt})"
 
-    # 4. The first widget responds to the mouse: a slider dragged, or a button clicked.
-    _run_cell(page, lesson.widget)
-    widget_cell = cells.nth(lesson.widget)
-    image = widget_cell.locator(WIDGET_IMAGE).first
-    expect(image).to_be_visible(timeout=WIDGET_TIMEOUT)
-    first_widget = time.monotonic() - started
-    before = image.get_attribute("src")
-    if widget_cell.locator(SLIDER_HANDLE).count():
-        handle = widget_cell.locator(SLIDER_HANDLE).first
-        value = handle.get_attribute("aria-valuenow")
-        at_end = float(value) >= float(handle.get_attribute("aria-valuemax"))
-        _drag(page, handle, -80 if at_end else 80)
-        expect(handle, f"{stem}: dragging did not move the slider").not_to_have_attribute(
-            "aria-valuenow", value, timeout=WIDGET_TIMEOUT
-        )
-    else:
-        buttons = widget_cell.locator(TOGGLE)
-        active = buttons.evaluate_all("bs => bs.map(b => b.classList.contains('mod-active'))")
-        other = buttons.nth(active.index(False))
-        other.click()
-        expect(other, f"{stem}: the click did not select").to_have_class(
-            re.compile(r"\bmod-active\b"), timeout=WIDGET_TIMEOUT
-        )
-    expect(image, f"{stem}: the picture did not change").not_to_have_attribute(
-        "src", before, timeout=WIDGET_TIMEOUT
-    )
-    widget_cell.screenshot(path=str(SCREENSHOTS / f"lite-{stem}.png"))
+    # 4. The first widget responds to the mouse, if it comes before the first exercise.
+    first_widget = None
+    if lesson.widget < lesson.answer:
+        first_widget = _widget_responds(page, lesson, started)
 
-    # 5. check(...): PASS for the reference solution, FAIL with a message for a mistake.
-    _set_source(page, lesson.answer, lesson.reference_answer())
-    _run_cell(page, lesson.answer)
-    feedback = _run_cell(page, lesson.check)
-    assert "PASS" in feedback and "FAIL" not in feedback, f"{stem}: {feedback}"
+    # 5. check(...): FAIL with a message for a classic mistake, PASS for the reference.
     _set_source(page, lesson.answer, lesson.mistaken_answer())
     _run_cell(page, lesson.answer)
     feedback = _run_cell(page, lesson.check)
     assert "FAIL" in feedback, f"{stem}: the classic mistake passed: {feedback}"
     message = feedback.split("FAIL", 1)[1]
     assert len(message.split()) >= 5, f"{stem}: FAIL without a message: {feedback}"
+    _set_source(page, lesson.answer, lesson.reference_answer())
+    _run_cell(page, lesson.answer)
+    feedback = _run_cell(page, lesson.check)
+    assert "PASS" in feedback and "FAIL" not in feedback, f"{stem}: {feedback}"
+
+    # 4, later: a widget after the first exercise may need the cells between them
+    # (later exercises left unanswered: the lesson carries on with attnlab's own).
+    if first_widget is None:
+        for index in range(lesson.check + 1, lesson.widget):
+            cell = lesson.cells[index]
+            if cell["cell_type"] == "code" and _source(cell).strip() and not lesson.graded[index]:
+                _run_cell(page, index)
+        errors = _errors(cells)
+        assert not errors, f"{stem}: errors before the widget:\n" + "\n---\n".join(errors)
+        first_widget = _widget_responds(page, lesson, started)
 
     assert not page.site_log.page_errors, "\n".join(page.site_log.page_errors)
     _record(stem, kernel_ready_s=kernel_ready, first_widget_s=first_widget)
