@@ -116,6 +116,7 @@ test-site: site
 	  mkdir -p .site-cache/npm/axe-core-$(AXE_VERSION) && cd .site-cache/npm/axe-core-$(AXE_VERSION) && \
 	  npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && tar xzf axe-core-$(AXE_VERSION).tgz && \
 	  rm axe-core-$(AXE_VERSION).tgz; }
+	@rm -f .site-test/timings.json
 	@if [ "$$(id -u)" = 0 ] && command -v unshare >/dev/null; then \
 	  unshare -n sh -c 'ip link set lo up 2>/dev/null || ifconfig lo up; exec $(SITE_BIN)/python -m pytest tests/website -q -p no:cacheprovider --confcutdir=tests/website'; \
 	else \

@@ -122,3 +122,19 @@ def page(browser, site):
     assert not log.off_loopback, "requests to hosts other than the loopback:\n" + "\n".join(
         log.off_loopback
     )
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The budget figures of this run: the site's size, and per lesson the seconds
+    from "Run in your browser" to an idle kernel and to the first widget drawn."""
+    timings = SCREENSHOTS / "timings.json"
+    if not SITE.exists() or not timings.exists():
+        return
+    import json
+
+    size = sum(p.stat().st_size for p in SITE.rglob("*") if p.is_file()) / 1e6
+    write = terminalreporter.write_line
+    write(f"site: {size:.1f} MB (goal ≤ 60)")
+    write("lesson: kernel ready s (goal ≤ 30), first widget drawn s (goal ≤ 45)")
+    for stem, t in sorted(json.loads(timings.read_text()).items()):
+        write(f"  {stem:26} {t['kernel_ready_s']:6.1f} {t['first_widget_s']:6.1f}")
