@@ -18,6 +18,7 @@ PYTEST := $(BIN)/python -m pytest
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: help env lab test test-browser test-cpus lint typecheck unit nbval notebooks bench lock clean release autograde feedback
+.PHONY: site test-site test-wheel site-env
 
 ## list every target with what it does (from the `## ` line above each target)
 help:
@@ -78,7 +79,7 @@ typecheck: env
 # pytest exits 5 when it collects nothing; that must fail the build, loudly.
 ## unit and property tests (tests/, without the browser test)
 unit: env
-	@$(PYTEST) tests --ignore=tests/browser || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
+	@$(PYTEST) tests --ignore=tests/browser --ignore=tests/website --ignore=tests/wheel || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
 
 ## run every lesson notebook and compare its outputs (nbval)
 nbval: env
@@ -116,4 +117,45 @@ lock:
 
 ## remove the environment, benchmark results and test caches
 clean:
-	rm -rf $(VENV) .venv-3.* bench/results .pytest_cache .hypothesis .mypy_cache
+	rm -rf $(VENV) .venv-3.* bench/results .pytest_cache .hypothesis .mypy_cache .venv-site .site-cache .site-build .site-test site
+
+# The website (make site): its own pinned environment in .venv-site, apart from the
+# course's; npm and PyPI are its only sources (see tools/site.py).
+SITE_VENV  ?= .venv-site
+SITE_BIN   := $(SITE_VENV)/bin
+SITE_STAMP := $(SITE_VENV)/.attnlab-site-env
+# Where Pyodide's package wheels come from (each verified against the official lock).
+PYODIDE_WHEELS ?=
+AXE_VERSION := 4.10.3
+
+## build or update only the website's own environment in .venv-site
+site-env: $(SITE_STAMP)
+
+$(SITE_STAMP): book/requirements.txt
+	@test -x $(SITE_BIN)/python || $(PYTHON_EXE) -m venv $(SITE_VENV)
+	$(SITE_BIN)/python -m pip install --quiet --upgrade "pip>=23.1"
+	$(SITE_BIN)/python -m pip install --quiet --no-deps -r book/requirements.txt
+	@touch $@
+
+## the course website in site/: the book and JupyterLite (no install for learners)
+site: site-env
+	$(SITE_BIN)/python tools/site.py $(if $(PYODIDE_WHEELS),--pyodide-wheels $(PYODIDE_WHEELS))
+
+# Chromium runs in a network namespace with only the loopback (root: unshare -n).
+## build the site and test every lesson in Chromium, offline
+test-site: site
+	@test -f .site-cache/npm/axe-core-$(AXE_VERSION)/package/axe.min.js || { \
+	  mkdir -p .site-cache/npm/axe-core-$(AXE_VERSION) && cd .site-cache/npm/axe-core-$(AXE_VERSION) && \
+	  npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && tar xzf axe-core-$(AXE_VERSION).tgz && \
+	  rm axe-core-$(AXE_VERSION).tgz; }
+	@rm -f .site-test/timings.json
+	@if [ "$$(id -u)" = 0 ] && command -v unshare >/dev/null; then \
+	  unshare -n sh -c 'ip link set lo up 2>/dev/null || ifconfig lo up; exec $(SITE_BIN)/python -m pytest tests/website -q -p no:cacheprovider --confcutdir=tests/website'; \
+	else \
+	  echo "not root: testing without a separate network namespace (requests off 127.0.0.1 still fail)"; \
+	  $(SITE_BIN)/python -m pytest tests/website -q -p no:cacheprovider --confcutdir=tests/website; \
+	fi
+
+## build the wheel, install it in a fresh venv, run attnlab lab and one lesson
+test-wheel: site-env
+	$(SITE_BIN)/python -m pytest tests/wheel -q -p no:cacheprovider --confcutdir=tests/wheel

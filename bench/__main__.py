@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import attention, notebooks, widgets
+from . import attention, notebooks, site, widgets
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 
@@ -150,13 +150,16 @@ def main() -> None:
     # A partial run updates its parts of the last results and keeps the rest.
     results = json.loads(RESULTS.read_text()) if only and RESULTS.exists() else {}
     results["machine"] = machine()
-    for name, module in (("attention", attention), ("widgets", widgets), ("notebooks", notebooks)):
+    modules = (("attention", attention), ("widgets", widgets), ("notebooks", notebooks))
+    for name, module in modules + (("site", site),):
         if not only or name in only:
             results[name] = module.run()
             # A partial run keeps older parts, so each part names its own machine.
             results.setdefault("measured_on", {})[name] = results["machine"]
     if {"attention", "widgets", "notebooks"} <= results.keys():
         report(results)
+        if "site" in results:
+            site.report(results["site"])
     else:
         print(json.dumps(results, indent=1))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -18,10 +18,7 @@ tests/test_grading.py checks that the two agree.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -30,9 +27,10 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # attnlab from this clone, installed or not
+from attnlab import course as _lessons  # noqa: E402
+
 LESSONS = ROOT / "notebooks"
-CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
-MANIFEST = ".attnlab-copies.json"
 
 
 def lessons(folder: Path | None = None) -> list[Path]:
@@ -40,45 +38,13 @@ def lessons(folder: Path | None = None) -> list[Path]:
 
 
 # --- student versions, by nbgrader's rules ---------------------------------------
-
-
-def _without_region(lines: list[str], begin: str, end: str, stub: list[str] | None) -> list[str]:
-    kept, inside = [], False
-    for line in lines:
-        if begin in line:
-            inside = True
-            if stub is not None:
-                indent = re.match(r"\s*", line).group(0)
-                kept += [indent + s for s in stub]
-        elif end in line:
-            inside = False
-        elif not inside:
-            kept.append(line)
-    return kept
+# One implementation, in the package, so that `attnlab lab` from the wheel and
+# `make lab` from a clone give learners the same copies.
 
 
 def student_version(nb):
     """What a learner gets: no solutions, no hidden tests, no outputs."""
-    nb = nbformat.from_dict(json.loads(json.dumps(nb)))  # a deep copy
-    nb.metadata.pop("widgets", None)
-    for cell in nb.cells:
-        lines = cell.source.split("\n")
-        lines = _without_region(lines, "BEGIN SOLUTION", "END SOLUTION", CODE_STUB)
-        lines = _without_region(lines, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", None)
-        cell.source = "\n".join(lines)
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-        graded = cell.metadata.get("nbgrader", {})
-        if graded.get("solution") or graded.get("grade") or graded.get("locked"):
-            cell.metadata["deletable"] = False  # as nbgrader: graded cells stay
-        if graded.get("locked"):
-            cell.metadata["editable"] = False  # the checks cannot be changed
-    return nb
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return nbformat.from_dict(_lessons.student_version(nb))
 
 
 def overwrite_with_student_versions(folder: Path) -> None:
@@ -89,37 +55,9 @@ def overwrite_with_student_versions(folder: Path) -> None:
 
 
 def learner_copies(dest: Path) -> list[str]:
-    """Create or update a learner's copies in ``dest``; never overwrite their work.
-
-    A copy the learner has not touched is replaced by a newer version; one they
-    have edited is left alone, and the newer version is put beside it as
-    ``<lesson>.updated.ipynb``.
-    """
-    dest.mkdir(parents=True, exist_ok=True)
-    manifest_path = dest / MANIFEST
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    notes = []
-    for lesson in lessons():
-        text = nbformat.writes(student_version(nbformat.read(lesson, as_version=4))) + "\n"
-        new = _digest(text.encode())
-        target = dest / lesson.name
-        given = manifest.get(lesson.name)
-        if not target.exists():
-            target.write_text(text)
-            manifest[lesson.name] = new
-        elif new == given:
-            continue
-        elif _digest(target.read_bytes()) == given:
-            target.write_text(text)  # untouched by the learner: safe to update
-            manifest[lesson.name] = new
-            notes.append(f"updated {lesson.name}")
-        else:
-            beside = target.with_suffix(".updated.ipynb")
-            if not beside.exists() or _digest(beside.read_bytes()) != new:
-                beside.write_text(text)
-                notes.append(f"a newer {lesson.name} is in {beside.name}; yours is unchanged")
-    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
-    return notes
+    """Create or update a learner's copies in ``dest``; never overwrite their work
+    (see attnlab.course.learner_copies)."""
+    return _lessons.learner_copies(dest, lessons())
 
 
 # --- nbgrader: release and autograde ----------------------------------------------

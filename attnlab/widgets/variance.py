@@ -11,6 +11,7 @@ from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.patches import Rectangle
 
 from .. import plots
 from .._inputs import is_whole_number
@@ -106,7 +107,19 @@ class VarianceExplorer(CourseWidget):
         ax_raw.set_ylabel("count / largest count")
         ax_raw.set_xlim(-limit, limit)
         ax_raw.set_ylim(0, 1.25)
-        self.band = ax_raw.axvspan(-1.0, 1.0, color=plots.SECOND, alpha=0.18, linewidth=0)
+        # A Rectangle spanning the axes' height, as axvspan makes it from matplotlib 3.9 on
+        # (before, axvspan makes a Polygon, which has no set_x / set_width).
+        self.band = ax_raw.add_patch(
+            Rectangle(
+                (-1.0, 0.0),
+                2.0,
+                1.0,
+                transform=ax_raw.get_xaxis_transform(),
+                color=plots.SECOND,
+                alpha=0.18,
+                linewidth=0,
+            )
+        )
         self.raw_text = ax_raw.text(
             0.03, 0.95, "", transform=ax_raw.transAxes, va="top", fontsize=9
         )
