@@ -23,7 +23,6 @@ import copy
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -57,7 +56,7 @@ def _without_region(lines: list[str], begin: str, end: str, stub: list[str] | No
         if begin in line:
             inside = True
             if stub is not None:
-                indent = re.match(r"\s*", line).group(0)
+                indent = line[: len(line) - len(line.lstrip())]
                 kept += [indent + s for s in stub]
         elif end in line:
             inside = False
