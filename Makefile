@@ -17,8 +17,8 @@ PYTEST := $(BIN)/python -m pytest
 # Jupyter refuses to run as root unless told; CI and containers run as root.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help env lab test test-browser test-cpus lint typecheck unit nbval notebooks bench lock clean release autograde feedback
-.PHONY: site test-site test-wheel site-env
+.PHONY: help env lab test test-browser test-cpus lint typecheck unit nbval notebooks bench lock clean release autograde feedback \
+  site-env site test-site test-wheel
 
 ## list every target with what it does (from the `## ` line above each target)
 help:
