@@ -11,12 +11,13 @@ PYTEST := $(BIN)/python -m pytest
 # Jupyter refuses to run as root unless told; CI and containers run as root.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help env lab test test-browser lint unit nbval notebooks bench lock clean release autograde feedback
+.PHONY: help env lab test test-browser test-hub lint unit nbval notebooks bench lock clean release autograde feedback
 
 help:
 	@echo "make lab     start JupyterLab at the first lesson (builds .venv if needed)"
 	@echo "make test    lint, unit and property tests, every notebook under nbval"
 	@echo "make test-browser  every widget in a real Chromium (needs Debian's chromium package)"
+	@echo "make test-hub  a class on a local JupyterHub with real Unix users (root only)"
 	@echo "make env     build or update only the course environment in $(VENV)"
 	@echo "make bench   speed and memory benchmarks (results in bench/results/)"
 	@echo "make release    instructors: student versions of every lesson under release/"
@@ -64,7 +65,7 @@ lint: env
 
 # pytest exits 5 when it collects nothing; that must fail the build, loudly.
 unit: env
-	@$(PYTEST) tests --ignore=tests/browser || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
+	@$(PYTEST) tests --ignore=tests/browser --ignore=tests/hub || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
 
 nbval: env
 	@$(PYTEST) --nbval --nbval-current-env --sanitize-with tests/nbval_sanitize.cfg notebooks \
@@ -73,6 +74,12 @@ nbval: env
 # A real Chromium (Debian's package) drives JupyterLab: every widget renders and responds.
 test-browser: env
 	@$(PYTEST) tests/browser || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no browser tests were collected"; exit $$rc; }
+
+# A class on a local JupyterHub (127.0.0.1): real Unix users, nbgrader's exchange,
+# Chromium. Root only (it creates users); see docs/instructors.md.
+test-hub: env
+	cd tests/hub && npm ci --no-audit --no-fund --loglevel=error
+	@$(PYTEST) tests/hub -s -p no:randomly || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no hub tests were collected"; exit $$rc; }
 
 notebooks: env
 	$(BIN)/python tools/run_notebooks.py

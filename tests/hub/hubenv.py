@@ -70,7 +70,9 @@ def _package_copy(into: Path) -> Path:
     copy.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, copy / name)
-    shutil.copytree(ROOT / "attnlab", copy / "attnlab", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "attnlab", copy / "attnlab", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return copy
 
 
