@@ -34,6 +34,7 @@ import hubenv  # noqa: E402
 
 TOP = Path(os.environ.get("ATTNLAB_HUB_TOP", "/srv/attnlab-hub-test"))
 EXCHANGE = TOP / "exchange"
+REPOSITORY = TOP / "attnlab-course.git"
 PROXY = HERE / "node_modules" / ".bin" / "configurable-http-proxy"
 COURSE_ID = "attnlab"
 LESSON = "02_variance"
@@ -167,6 +168,9 @@ def _setup_users() -> Path:
         f"c = get_config()  # noqa: F821\nc.CourseDirectory.root = {str(course)!r}\n"
     )
     subprocess.run(["chown", "-R", f"{INSTRUCTOR}:{INSTRUCTOR}", str(course.parent)], check=True)
+    # The course repository, as a hub would pull it with an nbgitpuller link.
+    subprocess.run(["git", "clone", "-q", "--bare", str(hubenv.ROOT), str(REPOSITORY)], check=True)
+    subprocess.run(["chown", "-R", f"{INSTRUCTOR}:{INSTRUCTOR}", str(REPOSITORY)], check=True)
     return course
 
 

@@ -13,6 +13,7 @@ import csv
 import json
 import os
 import pwd
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,6 +28,7 @@ from hubsetup import (
     INSTRUCTOR,
     LESSON,
     LOAD_STUDENTS,
+    REPOSITORY,
     STUDENTS,
     TIMES,
     hubenv,
@@ -119,6 +121,7 @@ def test_student_in_browser_fetches_edits_and_submits(hub):
         pytest.fail(f"No Chromium at {CHROMIUM} (apt-get install chromium)", pytrace=False)
     from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=90_000)  # a shared, busy machine: JupyterLab loads slowly
     t = time.perf_counter()
     user = BROWSER_STUDENT
     lesson_file = hub.home(user) / LESSON / f"{LESSON}.ipynb"
@@ -247,15 +250,19 @@ def test_student_cannot_overwrite_a_release(hub):
 
 
 def test_thirty_students_submit_at_once(hub):
+    t = time.perf_counter()
+    with ThreadPoolExecutor(4) as pool:  # fetching is not what is measured: a few at a time
+        list(pool.map(lambda s: hub.nbgrader(s, "fetch_assignment", LESSON), LOAD_STUDENTS))
     for student in LOAD_STUDENTS:
-        hub.nbgrader(student, "fetch_assignment", LESSON)
         answer(hub, student, ANSWERS[student])
+    TIMES[f"{len(LOAD_STUDENTS)} students fetch"] = time.perf_counter() - t
     t = time.perf_counter()
     with ThreadPoolExecutor(len(LOAD_STUDENTS)) as pool:
         results = list(
             pool.map(
                 lambda s: hub.nbgrader(s, "submit", LESSON, check=False).returncode,
                 LOAD_STUDENTS,
+                REPOSITORY,
             )
         )
     TIMES[f"{len(LOAD_STUDENTS)} concurrent submissions"] = time.perf_counter() - t
@@ -267,7 +274,6 @@ def test_instructor_collects_grades_and_returns_feedback(hub):
     t = time.perf_counter()
     hub.nbgrader(INSTRUCTOR, "collect", LESSON, cwd=hub.course)
     submitted = {p.parent.name for p in (hub.course / "submitted").glob(f"*/{LESSON}")}
-    assert submitted == set(ANSWERS)
     hub.nbgrader(INSTRUCTOR, "autograde", LESSON, "--force", cwd=hub.course)
     TIMES[f"collect and autograde {len(ANSWERS)} submissions"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -275,6 +281,7 @@ def test_instructor_collects_grades_and_returns_feedback(hub):
     hub.nbgrader(INSTRUCTOR, "release_feedback", LESSON, cwd=hub.course)
     hub.nbgrader(INSTRUCTOR, "export", "--to", "grades.csv", cwd=hub.course)
     TIMES["feedback and export"] = time.perf_counter() - t
+    assert submitted == set(ANSWERS)
 
 
 def test_students_fetch_their_feedback(hub):
@@ -309,6 +316,7 @@ def test_grades_are_exactly_right(hub):
 def test_formgrader_lists_the_submissions(hub):
     from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=90_000)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page()
@@ -317,5 +325,29 @@ def test_formgrader_lists_the_submissions(hub):
         page.wait_for_url(f"**/user/{INSTRUCTOR}/lab**", timeout=180_000)
         page.goto(f"{hub.url}user/{INSTRUCTOR}/formgrader/manage_submissions/{LESSON}")
         for student in [*STUDENTS.values(), BROWSER_STUDENT]:
-            expect(page.locator("body")).to_contain_text(student, timeout=30_000)
+            expect(page.locator("body")).to_contain_text(student)
         browser.close()
+
+
+def test_nbgitpuller_link_opens_the_lesson_on_the_hub(hub):
+    """The link tools/gitpuller_link.py prints, followed by a signed-in user."""
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(hubenv.ROOT / "tools"))
+    from gitpuller_link import gitpuller_link
+
+    link = gitpuller_link(hub.url, f"file://{REPOSITORY}", LESSON)
+    name = REPOSITORY.name.removesuffix(".git")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        _sign_in(page, hub, INSTRUCTOR)
+        page.wait_for_url(f"**/user/{INSTRUCTOR}/lab**", timeout=180_000)
+        page.goto(link)
+        page.wait_for_url(
+            f"**/user/{INSTRUCTOR}/lab/tree/{name}/notebooks/{LESSON}.ipynb", timeout=120_000
+        )
+        browser.close()
+    pulled = hub.home(INSTRUCTOR) / name / "notebooks" / f"{LESSON}.ipynb"
+    assert pulled.read_bytes() == (hubenv.ROOT / "notebooks" / f"{LESSON}.ipynb").read_bytes()
+    assert pulled.owner() == INSTRUCTOR
