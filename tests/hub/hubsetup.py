@@ -34,7 +34,8 @@ import hubenv  # noqa: E402
 
 TOP = Path(os.environ.get("ATTNLAB_HUB_TOP", "/srv/attnlab-hub-test"))
 EXCHANGE = TOP / "exchange"
-REPOSITORY = TOP / "attnlab-course.git"
+# No ".git" suffix: nbgitpuller clones into a folder named as the URL's last part.
+REPOSITORY = TOP / "attnlab-course"
 PROXY = HERE / "node_modules" / ".bin" / "configurable-http-proxy"
 COURSE_ID = "attnlab"
 LESSON = "02_variance"

@@ -262,7 +262,6 @@ def test_thirty_students_submit_at_once(hub):
             pool.map(
                 lambda s: hub.nbgrader(s, "submit", LESSON, check=False).returncode,
                 LOAD_STUDENTS,
-                REPOSITORY,
             )
         )
     TIMES[f"{len(LOAD_STUDENTS)} concurrent submissions"] = time.perf_counter() - t
