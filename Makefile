@@ -18,7 +18,7 @@ PYTEST := $(BIN)/python -m pytest
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: help env lab test test-browser test-cpus lint typecheck unit nbval notebooks bench lock clean release autograde feedback \
-  site-env site test-site test-wheel
+  site-env site test-site test-wheel test-hub
 
 ## list every target with what it does (from the `## ` line above each target)
 help:
@@ -79,7 +79,7 @@ typecheck: env
 # pytest exits 5 when it collects nothing; that must fail the build, loudly.
 ## unit and property tests (tests/, without the browser test)
 unit: env
-	@$(PYTEST) tests --ignore=tests/browser --ignore=tests/website --ignore=tests/wheel || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
+	@$(PYTEST) tests --ignore=tests/browser --ignore=tests/website --ignore=tests/wheel --ignore=tests/hub || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
 
 ## run every lesson notebook and compare its outputs (nbval)
 nbval: env
@@ -102,6 +102,13 @@ test-cpus: env
 	  echo "=== Python $$v"; \
 	  $(MAKE) --no-print-directory nbval PYTHON=python$$v EXTRAS=lab,test || exit 1; \
 	done
+
+# A class on a local JupyterHub (127.0.0.1): real Unix users, nbgrader's exchange,
+# Chromium. Root only (it creates users); see docs/instructors.md.
+## a class on a local JupyterHub with real Unix users, nbgrader's exchange and Chromium (root only)
+test-hub: env
+	cd tests/hub && npm ci --no-audit --no-fund --loglevel=error
+	@$(PYTEST) tests/hub -s -p no:randomly || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no hub tests were collected"; exit $$rc; }
 
 ## re-run the lesson notebooks and save them with fresh outputs
 notebooks: env

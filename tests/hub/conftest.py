@@ -1,0 +1,3 @@
+"""The shared hub for tests/hub (see hubsetup.py)."""
+
+from hubsetup import hub  # noqa: F401
