@@ -36,14 +36,22 @@ SIZES = (256, 1024, 2048, 4096)
 GOAL_N = 2048
 GOAL_TO_MATMULS = 2.0
 GOAL_TO_TORCH = 1.25
+# Rest before each function's turn, and calls per turn (see best_times).
+SETTLE_SECONDS = 0.25
+BURST = 3
 # NumPy's dispatch targets that use AVX-512 (NumPy 2.4 names them X86_V4 and
 # AVX512_*; older releases AVX512F, AVX512_SKX, ...).
 AVX512_PREFIXES = ("AVX512", "X86_V4")
 
 
 def best_times(fns: dict, repeats: int) -> dict:
-    """Best seconds of each function, the functions called in turn, repeat by repeat.
+    """Best seconds of each function: in each of ``repeats`` rounds, the functions take
+    turns, each called ``BURST`` times in a row.
 
+    Back-to-back calls are what a training loop makes, with every worker thread awake.
+    Between turns the machine rests: after a call, OpenBLAS's and torch's OpenMP
+    worker threads keep spinning for a while before they sleep, and on a machine with
+    few cores they would take the cores from whatever is timed next.
     A function that returns a float has timed itself (torch, in its own process).
     """
     for fn in fns.values():
@@ -51,10 +59,12 @@ def best_times(fns: dict, repeats: int) -> dict:
     times: dict = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            start = time.perf_counter()
-            own = fn()
-            elapsed = time.perf_counter() - start
-            times[name].append(own if isinstance(own, float) else elapsed)
+            time.sleep(SETTLE_SECONDS)
+            for _ in range(BURST):
+                start = time.perf_counter()
+                own = fn()
+                elapsed = time.perf_counter() - start
+                times[name].append(own if isinstance(own, float) else elapsed)
     return {name: min(t) for name, t in times.items()}
 
 
@@ -69,7 +79,7 @@ def two_matmuls(Q, K, V):
 
 
 def repeats_for(n: int) -> int:
-    return 9 if n <= 2048 else 3
+    return 5 if n <= 2048 else 2
 
 
 def threads() -> int:
