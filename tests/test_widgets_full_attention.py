@@ -74,14 +74,11 @@ def test_low_temperature_hardens_and_high_temperature_flattens():
 
 def test_zero_queries_ignore_the_temperature():
     w = pattern_gallery()
-    w.controls["pattern"].value = "global"
-    for temperature in (0.1, 1.0, 10.0):
-        w.controls["temperature"].value = temperature
-        np.testing.assert_allclose(heat_data(w), 1 / 12)
-    w.controls["pattern"].value = "horizontal"
-    for temperature in (0.1, 10.0):
-        w.controls["temperature"].value = temperature
-        np.testing.assert_allclose(heat_data(w)[5], 1 / 12)
+    for pattern, row in (("horizontal", 5), ("global", 0)):
+        w.controls["pattern"].value = pattern
+        for temperature in (0.1, 1.0, 10.0):
+            w.controls["temperature"].value = temperature
+            np.testing.assert_allclose(heat_data(w)[row], 1 / 12)
 
 
 def test_entropies_stay_between_zero_and_log_n():

@@ -31,6 +31,7 @@ PATTERNS = ("local", "vertical", "horizontal", "block", "global")
 SHARPNESS = 4.0  # β: how much higher a preferred key scores than the others
 SEGMENT = 4  # tokens per segment of the block pattern
 WIDE_QUERY = 5  # the query that attends uniformly in the horizontal pattern
+GLOBAL_TOKEN = 0  # the token that sees and is seen by every token in the global pattern
 N_FREQUENCIES = 4
 
 
@@ -54,12 +55,16 @@ def pattern_qk(name: str, n: int = 12) -> tuple[np.ndarray, np.ndarray]:
 
     - ``local``: Q = K = sinusoidal position codes; the score falls with |i − j|.
     - ``vertical``: every query is the same direction u, and only key 0 has it
-      (an "attention sink" on the first token).
-    - ``horizontal``: one-hot positions (each query picks its own key), except
-      query ``WIDE_QUERY``, which is zero and so spreads uniformly.
+      (an "attention sink" on the first token): a column.
+    - ``horizontal``: each query looks one token back (one-hot codes, query i equal
+      to key i − 1), except query ``WIDE_QUERY``, which is zero and so spreads its
+      weight evenly over the whole sequence: a row.
     - ``block``: one-hot of the segment (``SEGMENT`` tokens each): uniform
       within a segment, almost nothing outside.
-    - ``global``: all queries zero, so every score is 0 and every row uniform.
+    - ``global`` (as in Longformer and BigBird): the local pattern, plus one global
+      token, ``GLOBAL_TOKEN``, that attends to every token (its query is zero) and that
+      every token attends to (its key is a direction that every query shares, so every
+      query scores it as high as its own position): a row plus a column on top of the band.
 
     Shapes: returns Q ``(n, d)`` and K ``(n, d)``; n ≥ 6.
     Lesson: ``notebooks/06_full_attention.ipynb``.
@@ -72,13 +77,19 @@ def pattern_qk(name: str, n: int = 12) -> tuple[np.ndarray, np.ndarray]:
         return np.ones((n, 1)), (pos == 0).astype(float)[:, None]
     if name == "horizontal":
         onehot = np.eye(n)
-        return onehot * (pos != WIDE_QUERY)[:, None], onehot
+        previous = onehot[np.maximum(pos - 1, 0)]  # query i = key i - 1
+        return previous * (pos != WIDE_QUERY)[:, None], onehot
     if name == "block":
         segment = np.eye(-(-n // SEGMENT))[pos // SEGMENT]
         return segment, segment
     if name == "global":
         P = position_features(n)
-        return np.zeros_like(P), P
+        is_global = (pos == GLOBAL_TOKEN).astype(float)[:, None]
+        Q = np.hstack([P, np.ones((n, 1))]) * (1 - is_global)  # the global query is zero
+        # The global key is the shared direction alone: every query scores it as high as
+        # its own position, wherever it is.
+        K = np.hstack([P * (1 - is_global), is_global])
+        return Q, K
     raise ValueError(f"Unknown pattern {name!r}; choose one of {', '.join(PATTERNS)}.")
 
 
@@ -467,18 +478,24 @@ def relative_error(approx, exact) -> np.ndarray:
     return np.abs(np.asarray(approx, dtype=np.float64) - exact) / np.abs(exact)
 
 
-def precision_errors(S) -> dict:
-    """Relative errors of scores and of their softmax weights when the scores are rounded.
+def rounding_errors(Q, K, V, scale: float) -> dict[str, tuple[float, float]]:
+    """What rounding the scores to a number format does to the scores and to the output.
 
-    The scores ``S`` (float64, ``(n_q, n_k)``) are rounded to float32, float16 and
-    bfloat16; the softmax is then computed exactly (float64) from each rounded copy,
-    so the error in the weights is the one the rounding of the scores causes.
-    Returns ``{format: (median score error, max score error, median weight error,
-    max weight error)}``.
+    ``S = scale · Q Kᵀ`` and ``O = softmax(S) V`` are computed in float64 (the exact
+    result). For each format (float32, float16, bfloat16) the scores are rounded to it,
+    as if ``S`` were stored in that format, and the softmax and the product with V
+    are then computed in float64 from the rounded scores, so that every difference
+    comes from the rounding of the scores alone.
+    Returns ``{format: (median relative error of the scores, largest error of the output
+    relative to the output's root mean square)}``.
+
+    Shapes: Q ``(n_q, d_k)``, K ``(n_k, d_k)``, V ``(n_k, d_v)``.
     Lesson: ``notebooks/06_full_attention.ipynb``.
     """
-    S = np.asarray(S, dtype=np.float64)
-    exact = softmax(S)
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    S = scale * (Q @ K.T)
+    exact = softmax(S) @ V
+    size = np.sqrt(np.mean(exact**2))
     rounded = {
         "float32": S.astype(np.float32),
         "float16": S.astype(np.float16),
@@ -486,12 +503,9 @@ def precision_errors(S) -> dict:
     }
     out = {}
     for name, R in rounded.items():
-        score_err = relative_error(R, S)
-        weight_err = relative_error(softmax(R.astype(np.float64)), exact)
+        output = softmax(R.astype(np.float64)) @ V
         out[name] = (
-            float(np.median(score_err)),
-            float(score_err.max()),
-            float(np.median(weight_err)),
-            float(weight_err.max()),
+            float(np.median(relative_error(R[S != 0], S[S != 0]))),
+            float(np.abs(output - exact).max() / size),
         )
     return out

@@ -1,6 +1,6 @@
 """Pattern gallery: five constructed attention patterns (and yours) under a temperature slider.
 
-Formula: weights ``W = softmax(β Q Kᵀ / T)`` with β = 4 and the temperature T
+Formula: weights ``W = softmax(β Q Kᵀ / τ)`` with β = 4 and the temperature τ
 from the slider; next to them, the entropy of each row, ``-Σ_j W_ij log W_ij``,
 from 0 (one key) to log n (uniform). The constructions of Q and K are those of
 ``attnlab.lessons.full_attention.pattern_qk``.
@@ -17,7 +17,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import plots
-from ..lessons.full_attention import PATTERNS, SHARPNESS, WIDE_QUERY, pattern_qk
+from ..lessons.full_attention import GLOBAL_TOKEN, PATTERNS, SHARPNESS, WIDE_QUERY, pattern_qk
 from ..softmax import entropy, softmax
 from ._base import CourseWidget
 from ._check import learner_array, whole_number
@@ -33,13 +33,14 @@ DESCRIPTIONS = {
     "distance i − j and is largest at 0, so each query looks at its neighbours.",
     "vertical": "Every query is the same direction u, and only key 0 has it: every row "
     "puts its weight on the first token (an attention sink).",
-    "horizontal": f"One-hot positions, so each query picks its own key, except query "
-    f"{WIDE_QUERY}, which is the zero vector: all its scores are 0, its row "
-    f"is uniform.",
+    "horizontal": f"Each query looks one token back (query i is key i − 1's one-hot code), "
+    f"except query {WIDE_QUERY}, which is the zero vector: all its scores are 0, so its row "
+    f"spreads evenly over the sequence.",
     "block": "One-hot of the segment (4 tokens each): a query scores its own segment's "
     "keys high and all of them equally.",
-    "global": "Every query is the zero vector: every score is 0 and every row is "
-    "uniform, whatever the temperature.",
+    "global": f"The local pattern plus one global token, {GLOBAL_TOKEN}: its query is zero, so "
+    f"it attends to every token (a row), and every query scores its key as high as its own "
+    f"position (a column), as in Longformer and BigBird.",
     YOURS: "Your Q and K.",
 }
 
@@ -71,7 +72,7 @@ class PatternGallery(CourseWidget):
             min=-1,
             max=1,
             step=0.02,
-            description="temperature T",
+            description="temperature τ",
             readout_format=".2f",
             style={"description_width": "initial"},
             layout=widgets.Layout(width="420px"),
@@ -89,7 +90,7 @@ class PatternGallery(CourseWidget):
         self.heat = plots.heatmap(
             np.zeros((n, n)),
             ax_w,
-            title="weights softmax(β Q Kᵀ / T)",
+            title="weights softmax(β Q Kᵀ / τ)",
             vmin=0.0,
             vmax=1.0,
             annotate=False,
@@ -152,7 +153,7 @@ def pattern_gallery(n: int | None = None, Q: Any = None, K: Any = None) -> Patte
     ``n``: optional number of tokens for the built-in patterns, 6 to 24 (default 12).
     ``Q``, ``K``: optional, your own queries and keys, both ``(n, d)`` with 6 to 24
     rows and at most 64 columns; they appear as the pattern "yours", with weights
-    ``softmax(4 Q Kᵀ / T)`` like the others.
+    ``softmax(4 Q Kᵀ / τ)`` like the others.
     The colour scale stays at 0..1 and the entropy axis at 0..log n, so what changes
     is the pattern, never the scale. ``controls``: ``"pattern"``, ``"temperature"``.
 
