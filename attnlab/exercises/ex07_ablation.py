@@ -1,11 +1,12 @@
-"""Exercise ``softmax_backward``: the gradient through softmax, without the Jacobian.
+"""Exercises ``softmax_backward`` (the gradient through softmax, without the Jacobian)
+and ``attention_grad_q`` (the gradient of attention with respect to the queries).
 
 Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
 """
 
 import numpy as np
 
-from ..backward import softmax_backward
+from ..backward import attention_backward, softmax_backward
 from . import solutions
 from .arrays import ArrayCheck, Case, Mistake, readable, softmax_rows
 from .registry import register
@@ -140,5 +141,107 @@ register(
             "`(grad_p * p).sum(axis=-1)` drops the last axis; keep it with "
             "`keepdims=True` (or add `[:, None]`) so each row's sum lines up with that row."
         ),
+    ),
+)
+
+
+# ------------------------------------------------ exercise: attention_grad_q
+
+_CHAIN = (
+    "Backwards one piece at a time: ∂L/∂P = G Vᵀ, then ∂L/∂S = softmax_backward(P, ∂L/∂P), "
+    "then ∂L/∂Q = scale · ∂L/∂S K"
+)
+
+
+def _weights(Q, K, scale):
+    return softmax_rows(scale * (Q @ K.T))
+
+
+def grad_q_cases() -> list[Case]:
+    rng = np.random.default_rng(717)
+
+    def case(label, n_q, n_k, d_k, d_v, scale, spread=1.0):
+        Q, K = readable(rng, n_q, d_k, scale=spread), readable(rng, n_k, d_k, scale=spread)
+        V, G = readable(rng, n_k, d_v), readable(rng, n_q, d_v)
+        return Case(label, {"Q": Q, "K": K, "V": V, "grad_O": G, "scale": scale})
+
+    # All dimensions equal first: there a missing or extra transpose still runs (and can be
+    # named) where on other shapes it stops with a shape error.
+    return [
+        case("Q, K, V and grad_O all 3×3, scale = 1/√3", 3, 3, 3, 3, 1 / np.sqrt(3)),
+        case("2 queries, 4 keys, d_k = 3, d_v = 2, scale = 1/√3", 2, 4, 3, 2, 1 / np.sqrt(3)),
+        case("3 queries, 5 keys, d_k = 4, d_v = 3, unscaled (scale = 1)", 3, 5, 4, 3, 1.0),
+        case("one query, 6 keys, d_k = 4, d_v = 2, scale = 0.5", 1, 6, 4, 2, 0.5, spread=2.0),
+    ]
+
+
+GRAD_Q_MISTAKES = (
+    Mistake(
+        "You left out the factor `scale`. The scores are S = scale · Q Kᵀ, so the scale "
+        "multiplies the gradient on its way back to Q as well: the divisor enters the "
+        f"backward pass twice, through P and as this factor. {_CHAIN}.",
+        lambda Q, K, V, G, scale: softmax_backward(_weights(Q, K, scale), G @ V.T) @ K,
+    ),
+    Mistake(
+        "You divided by `scale` instead of multiplying: S = scale · Q Kᵀ, so ∂S/∂Q carries "
+        f"the factor scale itself. {_CHAIN}.",
+        lambda Q, K, V, G, scale: softmax_backward(_weights(Q, K, scale), G @ V.T) @ K / scale,
+    ),
+    Mistake(
+        "You skipped the softmax: G Vᵀ is ∂L/∂P, the gradient with respect to the weights, "
+        "not the scores. It has to pass through the softmax first, "
+        f"`softmax_backward(P, G @ V.T)`. {_CHAIN}.",
+        lambda Q, K, V, G, scale: scale * (G @ V.T) @ K,
+    ),
+    Mistake(
+        "You passed the scores S to `softmax_backward` where it needs the weights "
+        "P = softmax(S): its formula p ⊙ (g − Σ g p) is written in the softmax's output. "
+        f"{_CHAIN}.",
+        lambda Q, K, V, G, scale: scale * softmax_backward(scale * Q @ K.T, G @ V.T) @ K,
+    ),
+    Mistake(
+        "Your weights P come from unscaled scores, softmax(Q Kᵀ). The forward pass divides "
+        "first, P = softmax(scale · Q Kᵀ), and the backward pass needs that same P. "
+        f"{_CHAIN}.",
+        lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, 1.0), G @ V.T) @ K,
+    ),
+    Mistake(
+        "You multiplied G by V without the transpose. O = P V is a linear layer in P with "
+        "weight matrix V, so ∂L/∂P = G Vᵀ, of P's shape (n_q, n_k). "
+        f"{_CHAIN}.",
+        lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V) @ K,
+    ),
+    Mistake(
+        "You multiplied ∂L/∂S by Kᵀ. S = scale · Q Kᵀ is a linear layer in Q with weight "
+        "matrix scale · Kᵀ, so the gradient goes back through (Kᵀ)ᵀ = K: scale · ∂L/∂S K. "
+        f"{_CHAIN}.",
+        lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V.T) @ K.T,
+    ),
+    Mistake(
+        "You computed ∂L/∂K, not ∂L/∂Q: (∂L/∂S)ᵀ Q has one row per key. Each query's row "
+        f"of ∂L/∂S meets the keys: scale · ∂L/∂S K. {_CHAIN}.",
+        lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V.T).T @ Q,
+    ),
+)
+
+
+def _reference_grad_q(Q, K, V, grad_O, scale):
+    return attention_backward(Q, K, V, grad_O, scale=scale)[0]
+
+
+register(
+    "notebooks/07_does_scaling_matter.ipynb",
+    solutions.attention_grad_q,
+    "attention_grad_q(Q, K, V, grad_O, scale) -> ∂L/∂Q like Q",
+    ArrayCheck(
+        grad_q_cases,
+        reference=_reference_grad_q,
+        shape_rule="the shape of Q: one gradient entry per entry of Q",
+        mistakes=GRAD_Q_MISTAKES,
+        shape_hint=(
+            "Write down each array's shape: P and ∂L/∂P are (n_q, n_k), V is (n_k, d_v), "
+            "G is (n_q, d_v), K is (n_k, d_k). ∂L/∂P = G Vᵀ and ∂L/∂Q = scale · ∂L/∂S K."
+        ),
+        shown_inputs=("Q", "K", "scale"),
     ),
 )

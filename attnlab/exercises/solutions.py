@@ -7,7 +7,7 @@ these pass too. Lessons: 00_start_here (scale_factor), 01_dot_product (scores),
 02_variance (scaled_scores, std_512), 03_scaling (entropy), 04_softmax (softmax,
 softmax_jacobian, causal_mask), 05_values (attention, masked_attention),
 06_full_attention (multi_head_attention, online_softmax), 07_does_scaling_matter
-(softmax_backward).
+(softmax_backward, attention_grad_q).
 """
 
 import numpy as np
@@ -90,3 +90,10 @@ def online_softmax(scores, block_size):
 def softmax_backward(p, grad_p):
     dot = (grad_p * p).sum(axis=-1, keepdims=True)  # Σ_j g_j p_j: one number per row
     return p * (grad_p - dot)
+
+
+def attention_grad_q(Q, K, V, grad_O, scale):
+    P = softmax(scale * Q @ K.T)  # the forward pass's weights, (n_q, n_k)
+    grad_P = grad_O @ V.T  # O = P V is a linear layer in P with weights V
+    grad_S = softmax_backward(P, grad_P)  # back through each row's softmax
+    return scale * grad_S @ K  # S = scale · Q Kᵀ is a linear layer in Q with weights scale · Kᵀ
