@@ -180,6 +180,39 @@ def test_adam_first_step_moves_every_entry_by_the_learning_rate():
     np.testing.assert_allclose(params["w"], [0.9, -1.9, 0.4], atol=1e-4)
 
 
+def test_step_controls_by_name_keep_their_divisor():
+    assert lesson.divisor_value("1, small steps", 64) == 1.0
+    assert lesson.divisor_value("√d_k, large steps", 64) == 8.0
+
+
+def test_adam_rates_scale_one_parameters_steps_per_model():
+    params = {"w": np.ones((2, 1, 3)), "b": np.ones((2, 3))}
+    adam = lesson.Adam(params, lr=0.1, rates={"w": np.array([1.0, 4.0]).reshape(2, 1, 1)})
+    grads = {"w": np.full((2, 1, 3), 0.5), "b": np.full((2, 3), 0.5)}
+    adam.step(params, grads)
+    np.testing.assert_allclose(params["w"][0], 0.9, atol=1e-6)
+    np.testing.assert_allclose(params["w"][1], 0.6, atol=1e-6)
+    np.testing.assert_allclose(params["b"], 0.9, atol=1e-6)  # no rate: lr as usual
+
+
+def test_step_controls_change_only_the_learning_rate_of_W_Q_and_W_K(monkeypatch):
+    seen = {}
+    real = retrieval.Adam.__init__
+
+    def spy(self, params, lr=lesson.LEARNING_RATE, betas=(0.9, 0.999), eps=1e-8, rates=None):
+        seen.update({k: np.asarray(v).ravel() for k, v in (rates or {}).items()})
+        real(self, params, lr, betas, eps, rates)
+
+    monkeypatch.setattr(retrieval.Adam, "__init__", spy)
+    task = lesson.make_task(n_keys=5, n_values=4, n_pairs=3, d_model=4, seed=3)
+    names = ("√d_k", "1, small steps", "√d_k, large steps")
+    runs = lesson.train_divisors(task, 16, names, seeds=(0, 1), steps=2, batch_size=4)
+    assert set(seen) == {"W_Q", "W_K"}
+    for factors in seen.values():  # per model: the seeds' models, once per setting
+        np.testing.assert_allclose(factors, [1, 1, 0.25, 0.25, 4, 4])
+    assert [runs[n].scale for n in names] == [0.25, 1.0, 0.25]
+
+
 def test_smoothed_curves_and_steps_to_a_level():
     acc = np.array([np.linspace(0, 1, 50), np.full(50, 0.5)])
     run = lesson.Run(16, "√d_k", 0.25, (0, 1), 6, acc, acc, acc, np.ones(2), np.zeros(2))
@@ -304,6 +337,50 @@ def test_claims_print_a_mark_for_each(short_runs, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4
     assert all(line.startswith(("✓ ", "✗ (not on this run) ")) for line in lines)
+
+
+@pytest.fixture(scope="module")
+def controls(short_runs):
+    return lesson.run_ablation(d_ks=(16, 64), divisors=lesson.STEP_CONTROLS, seeds=(0, 1), steps=80)
+
+
+def test_step_controls_table_and_claims(short_runs, controls, capsys):
+    lesson.print_step_controls(short_runs, controls)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 + 2 * len(lesson.SETTINGS)
+    table = "\n".join(lines)
+    assert "1, small steps     saturated  as ÷√d_k" in table
+    assert "√d_k, large steps  spread     √d_k × larger" in table
+    assert "1                  saturated  √d_k × larger" in table
+    found = lesson.control_claims(short_runs, controls)
+    assert len(found) == 3
+    lesson.print_claims(found)
+    assert len(capsys.readouterr().out.splitlines()) == 3
+    fig = lesson.plot_curves({**short_runs, **controls}, divisors=lesson.SETTINGS)
+    assert len(fig.axes[0].get_lines()) >= len(lesson.SETTINGS)
+    matplotlib.pyplot.close("all")
+
+
+def test_each_control_claim_can_fail(short_runs, controls):
+    def with_accuracy(runs, key, value):
+        run = runs[key]
+        return {**runs, key: _with(run, accuracy=np.full_like(run.accuracy, value))}
+
+    # A saturated start that learns as fast as ÷√d_k; large steps that cost nothing at
+    # the larger d_k; large steps that cost a lot at the smallest.
+    for runs, index in [
+        (with_accuracy(controls, (16, "1, small steps"), 1.0), 0),
+        (with_accuracy(controls, (64, "√d_k, large steps"), 1.0), 1),
+        (with_accuracy(controls, (16, "√d_k, large steps"), 0.0), 2),
+    ]:
+        assert not lesson.control_claims(short_runs, runs)[index].holds
+    scaled = {k: _with(v, accuracy=np.ones_like(v.accuracy)) for k, v in short_runs.items()}
+    slow = {k: _with(v, accuracy=np.full_like(v.accuracy, 0.5)) for k, v in controls.items()}
+    slow[(16, "√d_k, large steps")] = _with(
+        slow[(16, "√d_k, large steps")],
+        accuracy=np.ones_like(slow[(16, "√d_k, large steps")].accuracy),
+    )
+    assert all(c.holds for c in lesson.control_claims(scaled, slow))
 
 
 # --------------------------------------------------- exercise: softmax_backward

@@ -44,6 +44,16 @@ from .retrieval import (  # noqa: F401 - the notebook reads the model through th
 DIVISORS = ("1", "0.5√d_k", "√d_k", "2√d_k")
 _MULTIPLE_OF_ROOT = {"0.5√d_k": 0.5, "√d_k": 1.0, "2√d_k": 2.0}
 
+# Two controls that pull apart the two things the divisor changes. Adam moves every
+# entry by about lr per step, so without 1/√d_k the scores move about √d_k times as far per
+# step, on top of starting √d_k times as spread. Each control keeps one and undoes the
+# other, through the learning rate of W_Q and W_K: name → (divisor, exponent e of the
+# factor d_k^e on their learning rate).
+STEP_CONTROLS = {
+    "1, small steps": ("1", -0.5),  # saturated start, the scaled model's step in the scores
+    "√d_k, large steps": ("√d_k", 0.5),  # spread start, the unscaled model's step
+}
+
 D_KS = (16, 64, 256)
 STEPS = 200
 BATCH = 32
@@ -57,6 +67,7 @@ def divisor_value(divisor: str, d_k: int) -> float:
 
     Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
     """
+    divisor = STEP_CONTROLS.get(divisor, (divisor,))[0]
     if divisor == "1":
         return 1.0
     if divisor not in _MULTIPLE_OF_ROOT:
@@ -170,6 +181,8 @@ def train_divisors(
 ) -> dict[str, Run]:
     """Train one model per (divisor, seed), all at once; returns ``{divisor: Run}``.
 
+    ``divisors`` are names from ``DIVISORS`` or ``STEP_CONTROLS``.
+
     Each divisor τ gives the scale 1/τ. Seed s fixes the initial parameters and the
     stream of training batches, so the models of one seed start from the same weights
     and see the same data in the same order: they differ in the divisor only. Every
@@ -185,7 +198,10 @@ def train_divisors(
     params = {
         k: np.concatenate([v] * len(divisors)) for k, v in init_params(task, d_k, seeds).items()
     }
-    optimiser = Adam(params, lr=lr)
+    # The step controls' W_Q and W_K learn at lr · d_k^e; everything else at lr.
+    qk_rate = np.repeat([float(d_k) ** STEP_CONTROLS.get(d, ("", 0.0))[1] for d in divisors], n)
+    rates = {k: qk_rate.reshape(-1, 1, 1) for k in ("W_Q", "W_K")}
+    optimiser = Adam(params, lr=lr, rates=rates)
     streams = [np.random.default_rng([seed, 2]) for seed in seeds]
     curves = {name: np.empty((len(scales), steps)) for name in ("loss", "accuracy", "entropy")}
     for t in range(steps):
@@ -447,17 +463,112 @@ def claims(results: Mapping[tuple[int, str], Run], level: float = 0.9) -> list[C
     return found
 
 
-def print_claims(results: Mapping[tuple[int, str], Run], level: float = 0.9) -> None:
-    """Print each of :func:`claims` with ✓ where this run bears it out and ✗ where not."""
-    for claim in claims(results, level):
+def control_claims(
+    results: Mapping[tuple[int, str], Run], controls: Mapping[tuple[int, str], Run]
+) -> list[Claim]:
+    """What the step controls show, each tested on these runs (wide margins, as in
+    :func:`claims`), comparing mean accuracy over training, averaged over the seeds.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    d_ks = sorted({d_k for d_k, _ in controls})
+    small, larger = d_ks[0], d_ks[1:]
+
+    def auc(d_k, name):
+        return float(mean_accuracy({**results, **controls}[(d_k, name)]).mean())
+
+    return [
+        Claim(
+            "at every d_k, the unscaled model given the scaled model's step size "
+            "(÷1, small steps) is at least 0.05 below ÷√d_k: a saturated start alone slows "
+            "learning",
+            all(auc(d, "1, small steps") <= auc(d, "√d_k") - 0.05 for d in d_ks),
+        ),
+        Claim(
+            f"at d_k = {', '.join(map(str, larger))}, the scaled model given the unscaled "
+            "model's step size (÷√d_k, large steps) is at least 0.1 below ÷√d_k: large "
+            "steps alone slow learning too",
+            all(auc(d, "√d_k, large steps") <= auc(d, "√d_k") - 0.1 for d in larger),
+        ),
+        Claim(
+            f"at d_k = {small}, the large steps change ÷√d_k's mean accuracy over training "
+            "by less than 0.05",
+            abs(auc(small, "√d_k, large steps") - auc(small, "√d_k")) < 0.05,
+        ),
+    ]
+
+
+def print_claims(
+    results: Mapping[tuple[int, str], Run] | list[Claim],
+    level: float = 0.9,
+    controls: Mapping[tuple[int, str], Run] | None = None,
+) -> None:
+    """Print each of :func:`claims` (and, given the step controls' runs, each of
+    :func:`control_claims`) with ✓ where this run bears it out and ✗ where not.
+    ``results`` may also be a list of claims already made, printed as they are."""
+    if isinstance(results, list):
+        found = list(results)
+    else:
+        found = claims(results, level)
+        if controls:
+            found += control_claims(results, controls)
+    for claim in found:
         mark = "✓" if claim.holds else "✗ (not on this run)"
         print(f"{mark} {claim.text}")
 
 
+# The four ways of combining a start and a step size, for the table of the step controls.
+SETTINGS = ("√d_k", "√d_k, large steps", "1, small steps", "1")
+
+
+def print_step_controls(
+    results: Mapping[tuple[int, str], Run],
+    controls: Mapping[tuple[int, str], Run],
+    level: float = 0.9,
+) -> None:
+    """One line per d_k and setting: how the scores start, how far a step moves them
+    (next to the scaled model's), mean accuracy over training and steps to ``level``.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    runs = {**results, **controls}
+    head = (
+        f"{'d_k':>4}  {'÷ τ, steps':<19}{'start':<11}{'step in the scores':<20}"
+        f"{'mean accuracy over training':<30}steps to {level:.0%} (per seed)"
+    )
+    print(head)
+    print("-" * len(head))
+    for d_k in sorted({d_k for d_k, _ in controls}):
+        for name in SETTINGS:
+            run = runs[(d_k, name)]
+            divisor, exponent = STEP_CONTROLS.get(name, (name, 0.0))
+            start = "spread" if divisor == "√d_k" else "saturated"
+            larger = (divisor == "1") != (exponent < 0) or exponent > 0
+            step = "√d_k × larger" if larger else "as ÷√d_k"
+            print(
+                f"{d_k:>4}  {name:<19}{start:<11}{step:<20}"
+                f"{spread(mean_accuracy(run)):<30}{steps_text(run.steps_to(level))}"
+            )
+
+
 # ---------------------------------------------------------------- figures
 
-COLOURS = {"1": "#D55E00", "0.5√d_k": "#CC79A7", "√d_k": "#0072B2", "2√d_k": "#009E73"}
-LABELS = {"1": "÷ 1 (no scaling)", "0.5√d_k": "÷ 0.5√d_k", "√d_k": "÷ √d_k", "2√d_k": "÷ 2√d_k"}
+COLOURS = {
+    "1": "#D55E00",
+    "0.5√d_k": "#CC79A7",
+    "√d_k": "#0072B2",
+    "2√d_k": "#009E73",
+    "1, small steps": "#E69F00",
+    "√d_k, large steps": "#56B4E9",
+}
+LABELS = {
+    "1": "÷ 1 (no scaling)",
+    "0.5√d_k": "÷ 0.5√d_k",
+    "√d_k": "÷ √d_k",
+    "2√d_k": "÷ 2√d_k",
+    "1, small steps": "÷ 1, small steps",
+    "√d_k, large steps": "÷ √d_k, large steps",
+}
 
 
 def band(ax, run: Run, name: str, colour: str, label: str, window: int = WINDOW):

@@ -353,8 +353,12 @@ class Adam:
         lr: float = LEARNING_RATE,
         betas=(0.9, 0.999),
         eps: float = 1e-8,
+        rates: Mapping[str, np.ndarray] | None = None,
     ):
         self.lr, self.betas, self.eps, self.t = lr, betas, eps, 0
+        # Optional factors on lr for some parameters, broadcast against them: e.g. one
+        # factor per model, shape (M, 1, 1), to give models different step sizes.
+        self.rates = dict(rates or {})
         self.m = {k: np.zeros_like(v) for k, v in params.items()}
         self.v = {k: np.zeros_like(v) for k, v in params.items()}
 
@@ -367,4 +371,4 @@ class Adam:
             self.v[k] = b2 * self.v[k] + (1 - b2) * g * g
             m_hat = self.m[k] / (1 - b1**self.t)
             v_hat = self.v[k] / (1 - b2**self.t)
-            params[k] -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+            params[k] -= self.lr * self.rates.get(k, 1.0) * m_hat / (np.sqrt(v_hat) + self.eps)
