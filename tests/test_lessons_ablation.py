@@ -383,6 +383,25 @@ def test_each_control_claim_can_fail(short_runs, controls):
     assert all(c.holds for c in lesson.control_claims(scaled, slow))
 
 
+def test_attention_maps_before_and_after_training():
+    task = lesson.make_task()
+    maps = lesson.attention_maps(task, d_k=64, n_sequences=6, steps=120)
+    assert set(maps.start) == set(maps.end) == {"√d_k", "1"}
+    assert maps.start["1"].shape == maps.end["√d_k"].shape == (6, task.n_pairs)
+    np.testing.assert_allclose(maps.end["1"].sum(axis=-1), 1.0)
+    # The right pair holds the query's key: the trained scaled model finds it.
+    assert (maps.end["√d_k"].argmax(axis=-1) == maps.right).all()
+    # Unscaled rows start sharper than scaled ones.
+    assert maps.start["1"].max(axis=-1).mean() > maps.start["√d_k"].max(axis=-1).mean()
+    found = lesson.map_claims(maps)
+    assert len(found) == 4 and found[2].holds
+    wrong = dataclasses.replace(maps, right=(maps.right + 1) % task.n_pairs)
+    assert not lesson.map_claims(wrong)[2].holds and not lesson.map_claims(wrong)[3].holds
+    fig = lesson.plot_attention_maps(maps)
+    assert len(fig.axes) == 4 + 1  # four panels and the colour bar
+    matplotlib.pyplot.close("all")
+
+
 # --------------------------------------------------- exercise: softmax_backward
 
 

@@ -170,6 +170,31 @@ def train(
     return train_divisors(task, d_k, (divisor,), seeds, steps, batch_size, lr)[divisor]
 
 
+def _fit(task: Task, d_k: int, divisors, seeds, steps: int, batch_size: int, lr: float):
+    """The training loop of :func:`train_divisors`; returns the trained parameters, each
+    model's scale ``(M,)`` and the curves ``{name: (M, steps)}``."""
+    n = len(seeds)
+    scales = np.repeat([1.0 / divisor_value(d, d_k) for d in divisors], n)
+    # Model m is (divisors[m // n], seeds[m % n]): the seeds' models, once per divisor.
+    params = {
+        k: np.concatenate([v] * len(divisors)) for k, v in init_params(task, d_k, seeds).items()
+    }
+    # The step controls' W_Q and W_K learn at lr · d_k^e; everything else at lr.
+    qk_rate = np.repeat([float(d_k) ** STEP_CONTROLS.get(d, ("", 0.0))[1] for d in divisors], n)
+    rates = {k: qk_rate.reshape(-1, 1, 1) for k in ("W_Q", "W_K")}
+    optimiser = Adam(params, lr=lr, rates=rates)
+    streams = [np.random.default_rng([seed, 2]) for seed in seeds]
+    curves = {name: np.empty((len(scales), steps)) for name in ("loss", "accuracy", "entropy")}
+    for t in range(steps):
+        batches = [sample_batch(task, rng, batch_size) for rng in streams]
+        loss, grads, stats = loss_and_grads(params, task, stack(batches * len(divisors)), scales)
+        optimiser.step(params, grads)
+        curves["loss"][:, t] = loss
+        curves["accuracy"][:, t] = stats["accuracy"]
+        curves["entropy"][:, t] = stats["entropy"]
+    return params, scales, curves
+
+
 def train_divisors(
     task: Task,
     d_k: int,
@@ -193,24 +218,7 @@ def train_divisors(
     """
     seeds, divisors = tuple(int(s) for s in seeds), tuple(divisors)
     n = len(seeds)
-    scales = np.repeat([1.0 / divisor_value(d, d_k) for d in divisors], n)
-    # Model m is (divisors[m // n], seeds[m % n]): the seeds' models, once per divisor.
-    params = {
-        k: np.concatenate([v] * len(divisors)) for k, v in init_params(task, d_k, seeds).items()
-    }
-    # The step controls' W_Q and W_K learn at lr · d_k^e; everything else at lr.
-    qk_rate = np.repeat([float(d_k) ** STEP_CONTROLS.get(d, ("", 0.0))[1] for d in divisors], n)
-    rates = {k: qk_rate.reshape(-1, 1, 1) for k in ("W_Q", "W_K")}
-    optimiser = Adam(params, lr=lr, rates=rates)
-    streams = [np.random.default_rng([seed, 2]) for seed in seeds]
-    curves = {name: np.empty((len(scales), steps)) for name in ("loss", "accuracy", "entropy")}
-    for t in range(steps):
-        batches = [sample_batch(task, rng, batch_size) for rng in streams]
-        loss, grads, stats = loss_and_grads(params, task, stack(batches * len(divisors)), scales)
-        optimiser.step(params, grads)
-        curves["loss"][:, t] = loss
-        curves["accuracy"][:, t] = stats["accuracy"]
-        curves["entropy"][:, t] = stats["entropy"]
+    params, scales, curves = _fit(task, d_k, divisors, seeds, steps, batch_size, lr)
     final = evaluate(params, task, evaluation_batch(task, len(scales)), scales)
     runs = {}
     for i, divisor in enumerate(divisors):
@@ -228,6 +236,53 @@ def train_divisors(
             final_entropy=final["entropy"][rows],
         )
     return runs
+
+
+@dataclass
+class AttentionMaps:
+    """The query's attention weights on a few held-out sequences, before and after
+    training, for one seed and several divisors.
+
+    ``start[divisor]``, ``end[divisor]``: ``(n_sequences, n_pairs)``; ``right``:
+    ``(n_sequences,)``, the pair that holds each sequence's query key.
+    """
+
+    d_k: int
+    start: dict[str, np.ndarray]
+    end: dict[str, np.ndarray]
+    right: np.ndarray
+
+
+def attention_maps(
+    task: Task,
+    d_k: int,
+    divisors=("√d_k", "1"),
+    seed: int = 0,
+    n_sequences: int = 10,
+    steps: int = STEPS,
+    batch_size: int = BATCH,
+    lr: float = LEARNING_RATE,
+) -> AttentionMaps:
+    """Train one model per divisor (seed ``seed``, as in the ablation) and return its
+    attention weights on ``n_sequences`` held-out sequences at the start and the end.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    divisors = tuple(divisors)
+    scales = np.array([1.0 / divisor_value(d, d_k) for d in divisors])
+    batch = evaluation_batch(task, len(divisors), n_sequences, seed=77)
+    before = {
+        k: np.concatenate([v] * len(divisors)) for k, v in init_params(task, d_k, (seed,)).items()
+    }
+    after, _, _ = _fit(task, d_k, divisors, (seed,), steps, batch_size, lr)
+    start, end = (forward(p, task, batch, scales).weights[..., 0, :] for p in (before, after))
+    right = np.argmax(batch.keys[0] == batch.query[0][:, None], axis=-1)
+    return AttentionMaps(
+        d_k,
+        {d: start[i] for i, d in enumerate(divisors)},
+        {d: end[i] for i, d in enumerate(divisors)},
+        right,
+    )
 
 
 def run_ablation(
@@ -498,6 +553,46 @@ def control_claims(
     ]
 
 
+def map_claims(maps: AttentionMaps) -> list[Claim]:
+    """What the attention maps of a scaled ("√d_k") and an unscaled ("1") model show,
+    each tested on them. The unscaled model's training is chaotic, so its claim after
+    training keeps a wide margin.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    n = len(maps.right)
+    rows = np.arange(n)
+
+    def largest(when, divisor):
+        return float(getattr(maps, when)[divisor].max(axis=-1).mean())
+
+    def on_right(when, divisor):
+        return int((getattr(maps, when)[divisor].argmax(axis=-1) == maps.right).sum())
+
+    return [
+        Claim(
+            "at the start, the unscaled rows are sharp (mean largest weight above 0.8) and "
+            "the scaled rows spread (below 0.5)",
+            largest("start", "1") > 0.8 and largest("start", "√d_k") < 0.5,
+        ),
+        Claim(
+            f"at the start, neither model has its largest weight on the right pair in more "
+            f"than {n // 3} of the {n} sequences",
+            max(on_right("start", "1"), on_right("start", "√d_k")) <= n // 3,
+        ),
+        Claim(
+            f"after training, the scaled model puts more than 0.9 on the right pair in all "
+            f"{n} sequences",
+            bool((maps.end["√d_k"][rows, maps.right] > 0.9).all()),
+        ),
+        Claim(
+            f"after training, the unscaled model has its largest weight on the right pair in "
+            f"at least half of the {n} sequences",
+            on_right("end", "1") >= n / 2,
+        ),
+    ]
+
+
 def print_claims(
     results: Mapping[tuple[int, str], Run] | list[Claim],
     level: float = 0.9,
@@ -633,6 +728,39 @@ def plot_curves(
     axes[0, -1].legend(loc="lower right", fontsize=8)
     if title:
         fig.suptitle(title)
+    return fig
+
+
+def plot_attention_maps(maps: AttentionMaps):
+    """One heatmap per divisor and moment (start, after training): each row is a held-out
+    sequence, each column a pair, and a ring marks the pair that holds the answer.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    import matplotlib.pyplot as plt
+
+    from .. import plots
+
+    divisors = list(maps.start)
+    fig, axes = plt.subplots(
+        1, 2 * len(divisors), figsize=(2.5 * 2 * len(divisors) + 0.8, 3.6), layout="constrained"
+    )
+    rows = np.arange(len(maps.right))
+    panels = [(d, when, getattr(maps, when)[d]) for d in divisors for when in ("start", "end")]
+    for k, (ax, (divisor, when, W)) in enumerate(zip(axes, panels, strict=True)):
+        moment = "at the start" if when == "start" else "after training"
+        plots.heatmap(
+            W,
+            ax,
+            title=f"{LABELS[divisor]}\n{moment}",
+            vmin=0.0,
+            vmax=1.0,
+            annotate=False,
+            colorbar=k == len(panels) - 1,
+        )
+        ax.scatter(maps.right, rows, s=90, facecolors="none", edgecolors="#D55E00", lw=1.6)
+        ax.set(xlabel="pair", ylabel="held-out sequence" if k == 0 else "")
+    fig.suptitle(f"the query's attention weights, d_k = {maps.d_k}; ring: the right pair")
     return fig
 
 
