@@ -338,6 +338,25 @@ def initial_scores(task: Task, d_k: int, seeds=SEEDS, size: int = 256) -> dict[s
     return out
 
 
+def initial_attention(
+    task: Task, d_k: int, n_sequences: int = 8, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """The untrained model's raw scores ``q · k_j`` on held-out sequences, before any divisor.
+
+    Returns the scores ``(n_sequences, n_pairs)`` of seed ``seed``'s initial weights, and
+    for each sequence the pair that holds its query's key ``(n_sequences,)``.
+
+    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    """
+    params = init_params(task, d_k, (seed,))
+    batch = evaluation_batch(task, 1, n_sequences, seed=77)
+    X, x_q = embed(task, batch)
+    q, K = linear(x_q, params["W_Q"]), linear(X, params["W_K"])
+    raw = (q @ np.swapaxes(K, -1, -2))[0, :, 0, :]
+    right = np.argmax(batch.keys[0] == batch.query[0][:, None], axis=-1)
+    return raw, right
+
+
 def spread(values) -> str:
     """``mean [min – max]`` of a few numbers, e.g. one per seed (just the number if one)."""
     values = np.asarray(values, dtype=float)

@@ -22,6 +22,7 @@ FACTORIES = {
     "softmax_explorer": "softmax",
     "qkv_explorer": "values",
     "pattern_gallery": "full_attention",
+    "initial_attention": "ablation",
     "ablation_curves": "ablation",
 }
 
