@@ -46,3 +46,58 @@ register(
         mistakes=MISTAKES,
     ),
 )
+
+
+# ---------------------------------------------------- exercise: output_shape
+
+
+def shape_cases() -> list[Case]:
+    # Every size different from the others, so that each slip gives a different shape.
+    sizes = [(2, 5, 3, 4), (6, 3, 8, 2), (1, 7, 4, 5)]
+    return [
+        Case(
+            f"n_q = {n_q}, n_k = {n_k}, d_k = {d_k}, d_v = {d_v}",
+            {"n_q": n_q, "n_k": n_k, "d_k": d_k, "d_v": d_v},
+        )
+        for n_q, n_k, d_k, d_v in sizes
+    ]
+
+
+_SHAPES = (
+    "Follow the shapes: Q Kᵀ is (n_q, d_k) @ (d_k, n_k) → (n_q, n_k); the softmax keeps "
+    "that shape; then (n_q, n_k) @ V (n_k, d_v) → (n_q, d_v)."
+)
+
+SHAPE_MISTAKES = (
+    Mistake(
+        "That is the shape of the scores and of the weights, one row per query and one "
+        f"column per key. The last step multiplies the weights by V. {_SHAPES}",
+        lambda n_q, n_k, d_k, d_v: (n_q, n_k),
+    ),
+    Mistake(
+        "The output's rows are mixtures of value rows, so they have the values' length "
+        f"d_v, not the keys' length d_k. {_SHAPES}",
+        lambda n_q, n_k, d_k, d_v: (n_q, d_k),
+    ),
+    Mistake(
+        "There is one output row per query, not per key: each query gets its own mixture "
+        f"of the values. {_SHAPES}",
+        lambda n_q, n_k, d_k, d_v: (n_k, d_v),
+    ),
+    Mistake(
+        f"Your two numbers are the right ones, in the wrong order: rows first. {_SHAPES}",
+        lambda n_q, n_k, d_k, d_v: (d_v, n_q),
+    ),
+)
+
+register(
+    "notebooks/00_start_here.ipynb",
+    solutions.output_shape,
+    "output_shape(n_q, n_k, d_k, d_v) -> (rows, columns) of the attention output",
+    ArrayCheck(
+        shape_cases,
+        reference=solutions.output_shape,
+        shape_rule="two numbers, (rows, columns), like the `.shape` of a matrix",
+        mistakes=SHAPE_MISTAKES,
+    ),
+)

@@ -79,3 +79,71 @@ register(
         shape_hint=SHAPE_HINT,
     ),
 )
+
+
+# ---------------------------------------------------- exercise: score_matrix
+
+
+def matrix_cases() -> list[Case]:
+    # d (the embedding length) differs from d_k, so a missing or extra transpose shows up
+    # as a wrong shape; the square case first, where they run and can be named.
+    rng = np.random.default_rng(111)
+    return [
+        Case(
+            "square W_Q and W_K (3×3)",
+            {"W_Q": readable(rng, 3, 3), "W_K": readable(rng, 3, 3)},
+        ),
+        Case(
+            "W_Q and W_K of shape (4, 2): d = 4, d_k = 2",
+            {"W_Q": readable(rng, 4, 2), "W_K": readable(rng, 4, 2)},
+        ),
+        Case(
+            "W_Q and W_K of shape (2, 5): d = 2, d_k = 5",
+            {"W_Q": readable(rng, 2, 5), "W_K": readable(rng, 2, 5)},
+        ),
+    ]
+
+
+_EXPAND = (
+    "Write S with the projections: S = Q Kᵀ = (X W_Q)(X W_K)ᵀ, and use (A B)ᵀ = Bᵀ Aᵀ "
+    "on the second factor"
+)
+
+MATRIX_MISTAKES = (
+    Mistake(
+        "Yours is the transpose of M: W_K W_Qᵀ gives Sᵀ, where row i holds key i's scores. "
+        f"{_EXPAND}.",
+        lambda W_Q, W_K: W_K @ W_Q.T,
+    ),
+    Mistake(
+        "W_Qᵀ W_K is (d_k, d_k): it compares the features of queries with the features of "
+        f"keys, but M must sit between two embeddings, X M Xᵀ, so it is (d, d). {_EXPAND}.",
+        lambda W_Q, W_K: W_Q.T @ W_K,
+    ),
+    Mistake(
+        "W_Q W_K without a transpose only runs because the matrices happen to be square. "
+        f"{_EXPAND}.",
+        lambda W_Q, W_K: W_Q @ W_K,
+    ),
+    Mistake(
+        "You used W_Q twice: W_Q W_Qᵀ is what a model with one shared projection would use, "
+        f"and it is symmetric. The keys are X W_K. {_EXPAND}.",
+        lambda W_Q, W_K: W_Q @ W_Q.T,
+    ),
+)
+
+register(
+    "notebooks/01_dot_product.ipynb",
+    solutions.score_matrix,
+    "score_matrix(W_Q, W_K) -> M of shape (d, d) with S = X M Xᵀ",
+    ArrayCheck(
+        matrix_cases,
+        reference=solutions.score_matrix,
+        shape_rule="(d, d): X M Xᵀ must be (n, d) @ (d, d) @ (d, n)",
+        mistakes=MATRIX_MISTAKES,
+        shape_hint=(
+            "W_Q and W_K are both (d, d_k). M goes between X (n, d) and Xᵀ (d, n), so it "
+            "must be (d, d): (d, d_k) @ (d_k, d)."
+        ),
+    ),
+)

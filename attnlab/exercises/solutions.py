@@ -3,11 +3,11 @@
 ``attnlab.solution(id)`` shows a function's source, so each one is short, plain NumPy
 with no input checking; each function's name is its exercise's id. The checkers
 compare answers with the validated functions of ``attnlab``; the tests check that
-these pass too. Lessons: 00_start_here (scale_factor), 01_dot_product (scores),
-02_variance (scaled_scores, std_512), 03_scaling (entropy), 04_softmax (softmax,
-softmax_jacobian, causal_mask), 05_values (attention, masked_attention),
-06_full_attention (multi_head_attention, online_softmax), 07_does_scaling_matter
-(softmax_backward, attention_grad_q).
+these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_product
+(scores, score_matrix), 02_variance (scaled_scores, std_512), 03_scaling (entropy),
+04_softmax (softmax, softmax_jacobian, causal_mask), 05_values (attention,
+masked_attention), 06_full_attention (multi_head_attention, online_softmax),
+07_does_scaling_matter (softmax_backward, attention_grad_q).
 """
 
 import numpy as np
@@ -17,8 +17,18 @@ def scale_factor(d_k):
     return 1 / np.sqrt(d_k)  # the scores are multiplied by this: divided by √d_k
 
 
+def output_shape(n_q, n_k, d_k, d_v):
+    # Q Kᵀ: (n_q, d_k) @ (d_k, n_k) -> (n_q, n_k); softmax keeps it; @ V (n_k, d_v) -> (n_q, d_v)
+    return (n_q, d_v)
+
+
 def scores(Q, K):
     return Q @ K.T  # S[i, j] = q_i · k_j
+
+
+def score_matrix(W_Q, W_K):
+    # S = (X W_Q)(X W_K)ᵀ = X W_Q W_Kᵀ Xᵀ, since (A B)ᵀ = Bᵀ Aᵀ
+    return W_Q @ W_K.T
 
 
 def scaled_scores(Q, K):
