@@ -252,3 +252,17 @@ def test_the_reference_solution_passes():
 def test_feedback_html_renders():
     html = judge(512)._repr_html_()
     assert "FAIL" in html and "<code>np.sqrt</code>" in html
+
+
+def test_initial_spread_follows_each_initialisation():
+    spread = lesson.initial_spread(np.random.default_rng(0), d_model=256, d_k=32, n_tokens=64)
+    assert list(spread) == list(lesson.INITIALISATIONS)
+    expected_var_q = [1.0, 1 / 3, 256 * 0.02**2]  # d · Var(W_ij) for entries of variance 1
+    for s, var_q in zip(spread.values(), expected_var_q, strict=True):
+        assert s["var_q"] == pytest.approx(var_q, rel=0.1)
+        # Var(q·k / √d_k) = σ_q² σ_k², and the raw scores are √d_k times as spread.
+        assert s["std_scaled"] == pytest.approx(var_q, rel=0.15)
+        assert s["std_raw"] == pytest.approx(np.sqrt(32) * s["std_scaled"], rel=1e-9)
+        assert 0 <= s["saturated_scaled"] <= s["saturated_raw"] <= 1
+    unit = spread["unit variance, N(0, 1/d)"]
+    assert unit["saturated_raw"] > 0 and unit["saturated_scaled"] == 0

@@ -181,3 +181,51 @@ register(
     f"answer_std_512 = a number: the standard deviation of q·k for d_k = {D_K}",
     NumberCheck(_STD, TOLERANCE, slips, _passed, generic_hint=_RULE),
 )
+
+# ------------------------------------------------------- uniform_score_variance
+
+
+def uniform_cases() -> list[Case]:
+    # d_k = 9 and 27 make d_k/9 a whole number and the slips easy to tell apart.
+    return [Case(f"d_k = {d_k}", {"d_k": d_k}) for d_k in (9, 27, 64, 512)]
+
+
+_UNIFORM = (
+    "Two steps: a uniform entry on [−1, 1] has variance w²/12 with width w = 2, so σ² = 1/3 "
+    "for q and for k; then Var(q·k) = σ_q² σ_k² d_k"
+)
+
+UNIFORM_MISTAKES = (
+    Mistake(
+        "That is d_k, the variance for entries of variance 1. Entries uniform on [−1, 1] "
+        f"are narrower than that. {_UNIFORM}.",
+        lambda d_k: float(d_k),
+    ),
+    Mistake(
+        "You used the variance 1/3 once, but both q and k have it: every product q_i k_i "
+        f"has variance σ_q² σ_k² = 1/3 · 1/3. {_UNIFORM}.",
+        lambda d_k: d_k / 3,
+    ),
+    Mistake(
+        "That is the standard deviation, √(d_k / 9) = √d_k / 3; the question asks for the "
+        f"variance. {_UNIFORM}.",
+        lambda d_k: np.sqrt(d_k) / 3,
+    ),
+    Mistake(
+        "1/12 is the variance of a uniform entry on an interval of width 1, such as "
+        f"[0, 1]; [−1, 1] has width 2. {_UNIFORM}.",
+        lambda d_k: d_k / 144,
+    ),
+)
+
+register(
+    LESSON,
+    solutions.uniform_score_variance,
+    "uniform_score_variance(d_k) -> Var(q·k) for entries uniform on [-1, 1]",
+    ArrayCheck(
+        uniform_cases,
+        reference=solutions.uniform_score_variance,
+        shape_rule="one number for one d_k",
+        mistakes=UNIFORM_MISTAKES,
+    ),
+)

@@ -4,7 +4,8 @@
 with no input checking; each function's name is its exercise's id. The checkers
 compare answers with the validated functions of ``attnlab``; the tests check that
 these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_product
-(scores, score_matrix), 02_variance (scaled_scores, std_512), 03_scaling (entropy),
+(scores, score_matrix), 02_variance (scaled_scores, std_512,
+uniform_score_variance), 03_scaling (entropy),
 04_softmax (softmax, softmax_jacobian, causal_mask), 05_values (attention,
 masked_attention), 06_full_attention (multi_head_attention, online_softmax),
 07_does_scaling_matter (softmax_backward, attention_grad_q).
@@ -40,6 +41,11 @@ def std_512():
     d_k = 512
     variance = d_k  # Var(q·k) = d_k when every entry of q and k has mean 0 and variance 1
     return np.sqrt(variance)  # the standard deviation is the square root of the variance
+
+
+def uniform_score_variance(d_k):
+    var_entry = 2**2 / 12  # uniform on [-1, 1]: width w = 2, variance w²/12 = 1/3
+    return var_entry * var_entry * d_k  # Var(q·k) = σ_q² σ_k² d_k
 
 
 def entropy(p):

@@ -243,3 +243,56 @@ def plot_histograms(
         top = max(float(hist.patch.get_data().values.max()), peak)
         ax.set_ylim(0, 1.3 * top)  # room for the legend above the peak
     return fig
+
+
+# How three common recipes initialise a projection W of shape (d_in, d_out): name → a
+# function (rng, d_in, shape) drawing it.
+INITIALISATIONS = {
+    "unit variance, N(0, 1/d)": lambda rng, d_in, shape: rng.normal(0, 1 / np.sqrt(d_in), shape),
+    # PyTorch's default for nn.Linear, kaiming_uniform with a = √5: U(−1/√d_in, 1/√d_in),
+    # whose variance is (2/√d_in)²/12 = 1/(3 d_in).
+    "PyTorch nn.Linear, U(±1/√d)": lambda rng, d_in, shape: rng.uniform(
+        -1 / np.sqrt(d_in), 1 / np.sqrt(d_in), shape
+    ),
+    "GPT-2, N(0, 0.02²)": lambda rng, d_in, shape: rng.normal(0, 0.02, shape),
+}
+
+
+def initial_spread(
+    rng: np.random.Generator,
+    d_model: int = 768,
+    d_k: int = 64,
+    n_tokens: int = 256,
+    n_sequences: int = 8,
+    saturated: float = 0.99,
+) -> dict[str, dict[str, float]]:
+    """Queries and keys of an untrained layer under each of ``INITIALISATIONS``.
+
+    Tokens x have entries of mean 0 and variance 1 (as after LayerNorm); q = x W_Q and
+    k = x W_K with both W drawn by the recipe. For each recipe: the variance of an entry
+    of q, the standard deviation of the raw scores q·k and of q·k / √d_k, and the share
+    of rows (one query against all ``n_tokens`` keys of its sequence) whose largest
+    softmax weight is above ``saturated``, with and without the division.
+
+    Shapes: x ``(n_sequences, n_tokens, d_model)``; W ``(d_model, d_k)``.
+    Lesson: ``notebooks/02_variance.ipynb``.
+    """
+    from ..softmax import softmax
+
+    x = rng.standard_normal((n_sequences, n_tokens, d_model))
+    out = {}
+    for name, draw in INITIALISATIONS.items():
+        W_Q, W_K = draw(rng, d_model, (2, d_model, d_k))
+        q, k = x @ W_Q, x @ W_K
+        raw = q @ np.swapaxes(k, -1, -2)
+        share = {
+            label: float((softmax(s).max(axis=-1) > saturated).mean())
+            for label, s in (("saturated_raw", raw), ("saturated_scaled", raw / np.sqrt(d_k)))
+        }
+        out[name] = {
+            "var_q": float(q.var()),
+            "std_raw": float(raw.std()),
+            "std_scaled": float((raw / np.sqrt(d_k)).std()),
+            **share,
+        }
+    return out
