@@ -228,3 +228,12 @@ def test_exercise_reference_agrees_with_the_course_function():
     rng = np.random.default_rng(9)
     p = attnlab.softmax(rng.normal(scale=30.0, size=(50, 12)))
     np.testing.assert_allclose(exercise.reference_entropy(p), lesson.entropy(p), atol=1e-12)
+
+
+@pytest.mark.parametrize("n, target", [(5, 0.3), (8, 1.0), (16, 2.5)])
+def test_temperature_for_entropy_hits_the_target(n, target):
+    s = np.random.default_rng(n).normal(scale=3.0, size=n)
+    tau = lesson.temperature_for_entropy(s, target)
+    assert float(lesson.entropy(attnlab.softmax(s / tau))) == pytest.approx(target, abs=1e-9)
+    # A larger target needs a larger temperature.
+    assert lesson.temperature_for_entropy(s, target * 0.9) < tau

@@ -18,9 +18,9 @@ def shown_weights(widget) -> np.ndarray:
 
 def test_builds_with_no_arguments_from_raw_scores():
     w = scaling_strip()
-    assert set(w.controls) == {"p"}
+    assert set(w.controls) == {"p", "d_k"}
     assert w.controls["p"].value == 0.0
-    assert w.controls["p"].min == 0.0 and w.controls["p"].max == 0.5
+    assert w.controls["p"].min == 0.0 and w.controls["p"].max == 1.0
     assert w.d_k == 256 and w.scores.shape == (10,)
     # Raw q·k with d_k = 256: scores spread over tens, softmax nearly one-hot.
     assert np.ptp(w.scores) > 20
@@ -96,3 +96,33 @@ def test_learner_scores_with_their_d_k():
 def test_bad_data_raises_a_clear_error(kwargs, error, phrase):
     with pytest.raises(error, match=phrase):
         scaling_strip(**kwargs)
+
+
+def test_past_sqrt_d_k_the_row_flattens_towards_uniform():
+    w = scaling_strip()
+    w.controls["p"].value = 0.5
+    at_half = status(w)["entropy"]
+    w.controls["p"].value = 1.0
+    assert w.shown["divisor"] == pytest.approx(256.0)
+    assert "= d_k" in w.readout.value
+    assert status(w)["entropy"] > at_half
+    assert shown_weights(w).max() < 1.5 / 10  # close to uniform over 10 keys
+
+
+def test_the_built_in_row_follows_d_k():
+    w = scaling_strip()
+    assert list(w.controls["d_k"].options) == [4, 16, 64, 256, 1024]
+    largest = {}
+    for d_k in (4, 1024):
+        w.controls["d_k"].value = d_k
+        w.controls["p"].value = 0.0
+        assert w.d_k == d_k and w.shown["d_k"] == d_k
+        largest[d_k] = status(w)["largest"]
+        w.controls["p"].value = 0.5
+        np.testing.assert_allclose(shown_weights(w), softmax(w.scores / np.sqrt(d_k)))
+    assert largest[1024] > largest[4]
+
+
+def test_a_learners_own_scores_keep_their_d_k():
+    w = scaling_strip(scores=[3.0, 1.0, -2.0], d_k=64)
+    assert list(w.controls["d_k"].options) == [64] and w.controls["d_k"].disabled

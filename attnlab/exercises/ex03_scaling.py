@@ -1,4 +1,5 @@
-"""Exercise ``entropy``: how spread out each row of softmax weights is, in nats.
+"""Exercises ``entropy`` (how spread out each row of softmax weights is, in nats),
+``divisor_for_variance`` and ``temperature_for_entropy`` (choosing the divisor τ).
 
 H(p) = -Σ_j p_j log p_j for each row, with 0 · log 0 = 0. The lesson uses it to
 measure how far softmax collapses onto one key when the scores are large.
@@ -8,7 +9,8 @@ Lesson: ``notebooks/03_scaling.ipynb``.
 
 import numpy as np
 
-from ..softmax import entropy
+from ..lessons.scaling import temperature_for_entropy
+from ..softmax import entropy, softmax
 from . import solutions
 from .arrays import ArrayCheck, Case, Mistake, softmax_rows
 from .registry import register
@@ -168,5 +170,127 @@ register(
             "p is (n_rows, n): compute p · log p entry by entry (shape (n_rows, n)), "
             "then sum along the last axis, `.sum(axis=-1)`, for shape (n_rows,)."
         ),
+    ),
+)
+
+
+# ------------------------------------------------------- divisor_for_variance
+
+
+def divisor_cases() -> list[Case]:
+    # Targets other than 1, and d_k that are not squares, so each slip gives its own number.
+    pairs = [(128, 4.0), (512, 0.25), (96, 2.0), (1000, 1.0)]
+    return [
+        Case(f"d_k = {d_k}, target variance {v:g}", {"d_k": d_k, "target_variance": v})
+        for d_k, v in pairs
+    ]
+
+
+_RULE = (
+    "Random scores have Var(s) = d_k, and Var(s / τ) = Var(s) / τ², so Var(s / τ) = d_k / τ². "
+    "Set that equal to the target and solve for τ"
+)
+
+DIVISOR_MISTAKES = (
+    Mistake(
+        f"You forgot the square root: dividing by τ divides the variance by τ². {_RULE}.",
+        lambda d_k, v: d_k / v,
+    ),
+    Mistake(
+        f"You multiplied where you should divide: your τ gives variance 1/(target²). {_RULE}.",
+        lambda d_k, v: np.sqrt(d_k * v),
+    ),
+    Mistake(
+        f"Upside down: your τ is √(target / d_k), a number below 1 that makes scores larger. "
+        f"{_RULE}.",
+        lambda d_k, v: np.sqrt(v / d_k),
+    ),
+    Mistake(
+        "You returned √d_k, which gives variance 1 whatever the target. The target changes "
+        f"the answer: {_RULE}.",
+        lambda d_k, v: np.sqrt(d_k),
+    ),
+    Mistake(
+        f"You took the square root of d_k but not of the target. {_RULE}.",
+        lambda d_k, v: np.sqrt(d_k) / v,
+    ),
+)
+
+register(
+    "notebooks/03_scaling.ipynb",
+    solutions.divisor_for_variance,
+    "divisor_for_variance(d_k, target_variance) -> τ with Var(q·k / τ) = target",
+    ArrayCheck(
+        divisor_cases,
+        reference=solutions.divisor_for_variance,
+        shape_rule="one number, the divisor τ",
+        mistakes=DIVISOR_MISTAKES,
+    ),
+)
+
+
+# ---------------------------------------------------- temperature_for_entropy
+
+
+def temperature_cases() -> list[Case]:
+    rng = np.random.default_rng(313)
+    rows = [np.round(rng.normal(scale=3.0, size=n), 1) for n in (5, 8, 16)]
+    targets = [1.0, 0.5, 2.0]
+    return [
+        Case(
+            f"{len(s)} scores, target entropy {t:g} nats (uniform would be {np.log(len(s)):.2f})",
+            {"scores": s, "target": t},
+        )
+        for s, t in zip(rows, targets, strict=True)
+    ]
+
+
+def _reference_temperature(scores, target):
+    return temperature_for_entropy(scores, target)
+
+
+def _multiplier(scores, target):
+    # The τ of someone who multiplies the scores by τ: the reciprocal of the right one.
+    return 1 / temperature_for_entropy(scores, target)
+
+
+TEMPERATURE_MISTAKES = (
+    Mistake(
+        "Your τ is the reciprocal of the right one: did you multiply the scores by τ? A "
+        "temperature divides them, softmax(scores / τ): a larger τ gives a flatter row.",
+        _multiplier,
+    ),
+)
+
+
+def _entropy_hint(got, want, inputs):
+    got = float(np.asarray(got, dtype=np.float64).ravel()[0]) if np.size(got) == 1 else None
+    if got is None or not np.isfinite(got) or got <= 0:
+        return "Return one positive number, the temperature τ."
+    reached = float(entropy(softmax(np.asarray(inputs["scores"], float) / got)))
+    if abs(reached - inputs["target"]) < 0.01:
+        return (
+            f"Close: your τ = {got:.6g} gives entropy {reached:.4f} nats, near the target "
+            f"{inputs['target']:g}, but τ should be right to at least 5 significant digits "
+            f"(here {want.ravel()[0]:.6g}). Keep halving the interval until it is that narrow."
+        )
+    direction = "too sharp: raise τ" if reached < inputs["target"] else "too flat: lower τ"
+    return (
+        f"With your τ = {got:.4g} the row's entropy is {reached:.3f} nats, not the target "
+        f"{inputs['target']:g}: {direction}. The entropy rises steadily with τ, so you can "
+        "close in on the target by halving an interval of τ, e.g. from 0.001 to 1000."
+    )
+
+
+register(
+    "notebooks/03_scaling.ipynb",
+    solutions.temperature_for_entropy,
+    "temperature_for_entropy(scores, target) -> τ with entropy(softmax(scores / τ)) = target",
+    ArrayCheck(
+        temperature_cases,
+        reference=_reference_temperature,
+        shape_rule="one number, the temperature τ",
+        mistakes=TEMPERATURE_MISTAKES,
+        hints=(_entropy_hint,),
     ),
 )

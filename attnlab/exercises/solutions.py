@@ -5,7 +5,8 @@ with no input checking; each function's name is its exercise's id. The checkers
 compare answers with the validated functions of ``attnlab``; the tests check that
 these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_product
 (scores, score_matrix), 02_variance (scaled_scores, std_512,
-uniform_score_variance), 03_scaling (entropy),
+uniform_score_variance), 03_scaling (entropy,
+divisor_for_variance, temperature_for_entropy),
 04_softmax (softmax, softmax_jacobian, causal_mask), 05_values (attention,
 masked_attention), 06_full_attention (multi_head_attention, online_softmax),
 07_does_scaling_matter (softmax_backward, attention_grad_q).
@@ -51,6 +52,23 @@ def uniform_score_variance(d_k):
 def entropy(p):
     safe = np.where(p > 0, p, 1.0)  # log(1) = 0, so entries with p = 0 add exactly 0
     return -(p * np.log(safe)).sum(axis=-1)  # one number per row, in nats
+
+
+def divisor_for_variance(d_k, target_variance):
+    # Var(q·k / τ) = d_k / τ², which equals the target when τ = √(d_k / target)
+    return np.sqrt(d_k / target_variance)
+
+
+def temperature_for_entropy(scores, target):
+    low, high = 1e-3, 1e3  # entropy rises with τ: halve [low, high] until it is narrow
+    for _ in range(100):
+        tau = np.sqrt(low * high)  # the middle of the interval on a log scale
+        p = softmax(scores / tau)
+        if entropy(p[None, :])[0] < target:
+            low = tau  # too sharp: the answer is a larger τ
+        else:
+            high = tau
+    return np.sqrt(low * high)
 
 
 def softmax(x):

@@ -316,3 +316,24 @@ def plot_jacobian(sat: Saturation):
     )
     ax.legend(fontsize=8, loc="lower left")
     return fig
+
+
+def temperature_for_entropy(scores, target: float, low: float = 1e-3, high: float = 1e3) -> float:
+    """The temperature τ at which ``softmax(scores / τ)`` has entropy ``target`` (nats).
+
+    For a row whose scores are not all equal, the entropy rises steadily with τ, from
+    near 0 (τ → 0, one-hot) to log n (τ → ∞, uniform), so one τ fits any target in
+    between; bisection on log τ finds it.
+
+    Shapes: ``scores`` ``(n,)`` → a float.
+    Lesson: ``notebooks/03_scaling.ipynb``.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    lo, hi = np.log(low), np.log(high)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if float(entropy(softmax(s / np.exp(mid)))) < target:
+            lo = mid
+        else:
+            hi = mid
+    return float(np.exp((lo + hi) / 2))

@@ -1,8 +1,9 @@
-"""Scaling strip: one row of raw scores, divided by d_k^p for p from 0 (÷1) to 1/2 (÷√d_k).
+"""Scaling strip: one row of raw scores, divided by d_k^p for p from 0 (÷1) to 1 (÷d_k).
 
 Formula: weights ``softmax(s / d_k^p)``. At p = 0 the raw scores q·k (standard
 deviation √d_k) make the row nearly one-hot; at p = 1/2 they have standard
-deviation 1 and the weights spread out.
+deviation 1 and the weights spread out; towards p = 1 they shrink to 0 and the row
+flattens towards uniform. For the built-in row, d_k can move too.
 
 Lesson: ``notebooks/03_scaling.ipynb``.
 """
@@ -24,7 +25,8 @@ DEFAULT_KEYS = 10
 SEED = 7
 # Every weight cell has its value written in; each written value costs ~1 ms a frame.
 MAX_KEYS = 16
-EXPONENTS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5)
+EXPONENTS = (0.0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0)
+D_KS = (4, 16, 64, 256, 1024)
 
 
 def example_scores(d_k: int = DEFAULT_D_K, n_keys: int = DEFAULT_KEYS, seed: int = SEED):
@@ -46,15 +48,16 @@ class ScalingStrip(CourseWidget):
     nrows = 2
     figsize = (7.0, 2.5)
 
-    def __init__(self, scores: np.ndarray, d_k: int) -> None:
-        self.scores, self.d_k = scores, d_k
+    def __init__(self, scores: np.ndarray, d_k: int, built_in: bool = False) -> None:
+        self.scores, self.d_k, self.built_in = scores, d_k, built_in
+        self.ends = widgets.HTML()
         super().__init__()
 
     def make_controls(self) -> dict[str, Any]:
         slider = widgets.FloatSlider(
             value=0.0,
             min=0.0,
-            max=0.5,
+            max=1.0,
             step=0.025,
             description="divide by d_k^p,  p =",
             readout_format=".3f",
@@ -62,14 +65,19 @@ class ScalingStrip(CourseWidget):
             layout=widgets.Layout(width="420px"),
         )
         slider.example_values = list(EXPONENTS)  # for the latency benchmark
-        return {"p": slider}
+        # A learner's own scores come with their d_k, which cannot change.
+        options = D_KS if self.built_in else (self.d_k,)
+        d_k = widgets.SelectionSlider(
+            options=options,
+            value=self.d_k,
+            description="d_k",
+            disabled=not self.built_in,
+            style={"description_width": "initial"},
+        )
+        return {"p": slider, "d_k": d_k}
 
     def arrange(self) -> list[Any]:
-        ends = widgets.HTML(
-            f"p = 0: ÷ 1, the raw scores &nbsp;…&nbsp; p = 0.5: ÷ √d_k = "
-            f"÷ {np.sqrt(self.d_k):.2f} (d_k = {self.d_k})"
-        )
-        return [self.controls["p"], ends, self.readout, self.view.image]
+        return [self.controls["p"], self.controls["d_k"], self.ends, self.readout, self.view.image]
 
     def draw(self, axes: np.ndarray) -> list[Any]:
         ax_w, ax_s = axes[:, 0]
@@ -111,7 +119,15 @@ class ScalingStrip(CourseWidget):
         ax_s.set_yticks([])
         return [self.strip.image, *self.strip.texts, self.scores_strip.image, self.status]
 
-    def update(self, p: float) -> None:
+    def update(self, p: float, d_k: int) -> None:
+        if d_k != self.d_k:  # the built-in row for another length: new scores, new colours
+            self.d_k, self.scores = d_k, example_scores(d_k)
+            limit = float(np.abs(self.scores).max()) or 1.0
+            self.scores_strip.image.set_clim(-limit, limit)
+        self.ends.value = (
+            f"p = 0: ÷ 1, the raw scores &nbsp;…&nbsp; p = 0.5: ÷ √d_k = "
+            f"÷ {np.sqrt(self.d_k):.2f} &nbsp;…&nbsp; p = 1: ÷ d_k = ÷ {self.d_k}"
+        )
         divisor = float(self.d_k) ** p
         scaled = self.scores / divisor
         weights = softmax(scaled)
@@ -123,6 +139,8 @@ class ScalingStrip(CourseWidget):
             which = " (the raw scores)"
         elif np.isclose(divisor, np.sqrt(self.d_k)):
             which = " = √d_k"
+        elif np.isclose(divisor, self.d_k):
+            which = " = d_k"
         else:
             which = ""
         self.readout.value = (
@@ -135,6 +153,7 @@ class ScalingStrip(CourseWidget):
             "weights": weights,
             "largest": largest,
             "entropy": ent,
+            "d_k": self.d_k,
         }
 
 
@@ -144,14 +163,15 @@ def scaling_strip(scores: Any = None, d_k: int | None = None) -> ScalingStrip:
     ``scores``: optional 1-D array of 2 to 16 finite raw scores; pass ``d_k`` with them.
     ``d_k``: optional whole number ≥ 1 (default 256); alone, it makes a built-in row of
     10 scores q·k of that length (seeded). The slider moves p from 0 (÷1, the raw scores)
-    to 0.5 (÷√d_k). ``controls``: ``"p"``.
+    through 0.5 (÷√d_k) to 1 (÷d_k). ``controls``: ``"p"``, and ``"d_k"``, which moves
+    the built-in row through ``D_KS`` (for your own scores it stays at your d_k).
 
     Lesson: ``notebooks/03_scaling.ipynb``.
     """
     what = "the length of q and k"
     if scores is None:
         d_k = DEFAULT_D_K if d_k is None else whole_number(d_k, "d_k", what, 1)
-        return ScalingStrip(example_scores(d_k), d_k)
+        return ScalingStrip(example_scores(d_k), d_k, built_in=d_k in D_KS)
     s = learner_array(scores, "scores", ndim=1)
     if not 2 <= s.size <= MAX_KEYS:
         raise ValueError(
