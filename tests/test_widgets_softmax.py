@@ -96,3 +96,11 @@ def test_bad_scores_raise_a_clear_error(scores, error, words):
     with pytest.raises(error, match="scores") as info:
         softmax_explorer(scores=scores)
     assert words in str(info.value)
+
+
+def test_the_gradient_with_respect_to_the_raw_scores_carries_one_over_tau():
+    w = softmax_explorer()
+    for temperature in (0.25, 1.0, 4.0):
+        w.controls["temperature"].value = temperature
+        J = attnlab.softmax_jacobian(attnlab.softmax(np.array(DEFAULT_SCORES) / temperature))
+        assert w.shown["gradient_norm"] == pytest.approx(np.linalg.norm(J) / temperature)

@@ -150,3 +150,61 @@ def mask_and_weights(mask, weights):
         text.set_color("white" if keep else "black")
     plots.heatmap(weights, ax_w, title="causal softmax weights", vmin=0, vmax=1)
     return fig
+
+
+def qk_norm_scores(Q, K, gain: float) -> np.ndarray:
+    """QK-norm: every query and key scaled to length 1, the cosines times a learned ``gain``.
+
+    Formula: ``s_ij = g · (q_i / ‖q_i‖) · (k_j / ‖k_j‖) = g cos θ_ij``, so every score lies
+    in [−g, g] whatever the vectors' lengths.
+    Shapes: Q ``(n_q, d)``, K ``(n_k, d)`` → ``(n_q, n_k)``.
+    Lesson: ``notebooks/04_softmax.ipynb``.
+    """
+    Q, K = np.asarray(Q, dtype=float), np.asarray(K, dtype=float)
+    Qn = Q / np.linalg.norm(Q, axis=-1, keepdims=True)
+    Kn = K / np.linalg.norm(K, axis=-1, keepdims=True)
+    return gain * Qn @ Kn.T
+
+
+def query_length_sweep(lengths, n_keys: int = 16, d_k: int = 64, gain: float = 2.0, seed=0):
+    """The largest weight of one query's row as the query gets longer, with and without QK-norm.
+
+    One random query direction and ``n_keys`` keys with N(0, 1) entries; the query is that
+    direction scaled to each length in ``lengths``. Plain scaled attention uses
+    ``q·k / √d_k``; QK-norm uses :func:`qk_norm_scores` with ``gain``.
+    Returns ``(plain, qk_norm)``, the largest weight for each length, shapes
+    ``(len(lengths),)``.
+    Lesson: ``notebooks/04_softmax.ipynb``.
+    """
+    from ..softmax import softmax
+
+    rng = np.random.default_rng(seed)
+    u = rng.standard_normal(d_k)
+    u /= np.linalg.norm(u)
+    K = rng.standard_normal((n_keys, d_k))
+    Q = np.asarray(lengths, dtype=float)[:, None] * u  # one query per length, same direction
+    plain = softmax(Q @ K.T / np.sqrt(d_k)).max(axis=-1)
+    normed = softmax(qk_norm_scores(Q, K, gain)).max(axis=-1)
+    return plain, normed
+
+
+def plot_query_length(lengths, plain, normed, gain: float, n_keys: int):
+    """The largest weight against the query's length: plain attention and QK-norm, with the
+    bound ``1 / (1 + (n − 1) e^(−2g))`` that QK-norm cannot pass.
+    Lesson: ``notebooks/04_softmax.ipynb``.
+    """
+    fig, ax = plt.subplots(figsize=(6.2, 3.3), layout="constrained")
+    ax.plot(lengths, plain, color=plots.ACCENT, lw=2, label="q·k / √d_k")
+    ax.plot(lengths, normed, color="#D55E00", lw=2, label=f"QK-norm, gain g = {gain:g}")
+    bound = 1 / (1 + (n_keys - 1) * np.exp(-2 * gain))
+    ax.axhline(bound, color="#D55E00", ls=":", lw=1.2, label=f"QK-norm's bound, {bound:.3f}")
+    ax.axhline(1 / n_keys, color="grey", ls="--", lw=1, label=f"uniform, 1/{n_keys}")
+    ax.set(
+        xlabel="length ‖q‖ of the query",
+        ylabel="largest weight of its row",
+        ylim=(0, 1.05),
+        title="a longer query sharpens its own row, unless q and k are normalised",
+    )
+    ax.title.set_fontsize(10)
+    ax.legend(fontsize=8, loc="center right")
+    return fig

@@ -1,7 +1,9 @@
 """Softmax explorer: a temperature slider over one row of scores, and the Jacobian it leaves.
 
-Formula: weights ``p = softmax(x / T)``; Jacobian ``J = diag(p) - p pᵀ`` (∂p_i/∂z_j with
-``z = x / T``). Low temperatures make p one-hot and J vanish; high ones make p uniform.
+Formula: weights ``p = softmax(x / τ)``; Jacobian ``J = diag(p) - p pᵀ`` (∂p_i/∂z_j with
+``z = x / τ``). Low temperatures make p one-hot and J vanish; high ones make p uniform.
+With respect to the raw scores x the Jacobian is J / τ, so a very flat row passes little
+gradient too.
 
 Lesson: ``notebooks/04_softmax.ipynb``.
 """
@@ -29,7 +31,7 @@ TEMPERATURES = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 
 
 class SoftmaxExplorer(CourseWidget):
-    """Bars of softmax(x / T) and its Jacobian, for the temperature T on the slider.
+    """Bars of softmax(x / τ) and its Jacobian, for the temperature τ on the slider.
 
     ``shown``: ``"weights"``, ``"jacobian"`` and ``"annotated"`` (whether the Jacobian's
     cells have their values written in, rounded to two decimals).
@@ -49,7 +51,7 @@ class SoftmaxExplorer(CourseWidget):
             min=-1,
             max=1,
             step=0.02,
-            description="temperature T",
+            description="temperature τ",
             readout_format=".2f",
             style={"description_width": "initial"},
             layout=widgets.Layout(width="420px"),
@@ -70,7 +72,7 @@ class SoftmaxExplorer(CourseWidget):
             np.zeros(n),
             ax_p,
             labels=[f"{k}\n{v:.2g}" for k, v in zip(labels, x, strict=True)],
-            title="weights softmax(x / T)",
+            title="weights softmax(x / τ)",
             ylabel="weight",
             ylim=(0, 1.12),
         )
@@ -78,13 +80,14 @@ class SoftmaxExplorer(CourseWidget):
         ax_p.set_xlabel("key and its score x  (dotted: uniform weight 1/n)", fontsize=8)
         ax_p.tick_params(axis="x", labelsize=8 if n <= 5 else 7)
         ax_p.title.set_fontsize(9)
+        # Top right: a peaked row's tall bar is key k0, on the left.
         self.status = ax_p.text(
-            0.02, 0.97, "", transform=ax_p.transAxes, ha="left", va="top", fontsize=8
+            0.98, 0.97, "", transform=ax_p.transAxes, ha="right", va="top", fontsize=8
         )
         self.heat = plots.heatmap(
             np.zeros((n, n)),
             ax_j,
-            title=r"Jacobian $\partial p_i / \partial z_j$,  z = x / T",
+            title=r"Jacobian $\partial p_i / \partial z_j$,  z = x / τ",
             xlabel="j (score)",
             ylabel="i (weight)",
             row_labels=labels,
@@ -106,14 +109,21 @@ class SoftmaxExplorer(CourseWidget):
         annotated = bool(self.heat.texts)
         # Rounded as shown, and + 0.0 turns -0.0 into 0.0, so no cell reads "-0.00".
         self.heat.update(np.round(jac, 2) + 0.0 if annotated else jac)
+        norm = float(np.linalg.norm(jac))
         self.status.set_text(
-            f"max weight {weights.max():.3f}    Jacobian norm ‖J‖ = {np.linalg.norm(jac):.3f}"
+            f"max weight {weights.max():.3f}\n‖∂p/∂z‖ = ‖J‖ = {norm:.3f}\n"
+            f"‖∂p/∂x‖ = ‖J‖/τ = {norm / temperature:.3f}"
         )
-        self.shown = {"weights": weights, "jacobian": jac, "annotated": annotated}
+        self.shown = {
+            "weights": weights,
+            "jacobian": jac,
+            "annotated": annotated,
+            "gradient_norm": norm / temperature,  # ‖∂p/∂x‖, with respect to the raw scores
+        }
 
 
 def softmax_explorer(scores: Any = None) -> SoftmaxExplorer:
-    """Bars of ``softmax(scores / T)`` with a log-scale temperature slider, and their Jacobian.
+    """Bars of ``softmax(scores / τ)`` with a log-scale temperature slider, and their Jacobian.
 
     ``scores``: optional 1-D array of 2 to 8 finite numbers (default ``[2, 1, 0.5, 0, -1]``).
     The bars stay on 0..1 and the Jacobian's colours on ±0.25, so what you see change is
