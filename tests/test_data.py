@@ -76,3 +76,12 @@ def test_dog_bites_man_pattern_is_readable():
     s = dog_bites_man()
     _, weights = attnlab.attention(s.Q, s.K, s.V, return_weights=True)
     assert weights.argmax(axis=1).tolist() == [1, 0, 1]
+
+
+def test_dog_bites_man_names_the_columns_of_q_and_k():
+    s = dog_bites_man()
+    assert len(s.qk_features) == s.W_Q.shape[1] == s.W_K.shape[1]
+    verb = s.qk_features.index("verb")
+    # Only the verb offers "verb", and a noun's query asks for it.
+    assert s.K[:, verb].argmax() == s.tokens.index("bites")
+    assert s.Q[s.tokens.index("dog"), verb] > 0

@@ -38,7 +38,8 @@ class Sentence:
     """A short sentence: token embeddings and the three learned projections.
 
     Shapes: ``X`` (n, d_model), one row per token; ``W_Q``, ``W_K`` (d_model, d_k);
-    ``W_V`` (d_model, d_v). ``features`` names the d_model columns of X.
+    ``W_V`` (d_model, d_v). ``features`` names the d_model columns of X, and
+    ``qk_features`` the d_k columns of Q and K (what a query looks for and a key offers).
     ``Q``, ``K`` and ``V`` are the projections ``X @ W_Q``, ``X @ W_K``, ``X @ W_V``,
     computed afresh on each access.
     """
@@ -49,6 +50,7 @@ class Sentence:
     W_Q: np.ndarray
     W_K: np.ndarray
     W_V: np.ndarray
+    qk_features: tuple[str, ...] = ()
 
     @property
     def Q(self) -> np.ndarray:
@@ -135,4 +137,5 @@ def dog_bites_man() -> Sentence:
         W_Q=W_Q,
         W_K=W_K,
         W_V=W_V,
+        qk_features=("verb", "subject", "object", "noun"),
     )
