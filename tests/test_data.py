@@ -79,9 +79,11 @@ def test_dog_bites_man_pattern_is_readable():
 
 
 def test_dog_bites_man_names_the_columns_of_q_and_k():
+    # Each token's key says what it is, in the column qk_features names.
     s = dog_bites_man()
-    assert len(s.qk_features) == s.W_Q.shape[1] == s.W_K.shape[1]
-    verb = s.qk_features.index("verb")
-    # Only the verb offers "verb", and a noun's query asks for it.
-    assert s.K[:, verb].argmax() == s.tokens.index("bites")
-    assert s.Q[s.tokens.index("dog"), verb] > 0
+    assert len(s.qk_features) == s.W_K.shape[1] == s.W_Q.shape[1]
+    is_what = {"dog": {"subject", "noun"}, "bites": {"verb"}, "man": {"object", "noun"}}
+    for token, key in zip(s.tokens, s.K, strict=True):
+        assert {s.qk_features[c] for c in np.flatnonzero(key)} == is_what[token]
+    # A noun's query asks for a verb first.
+    assert s.qk_features[int(s.Q[0].argmax())] == "verb"

@@ -1,41 +1,60 @@
-"""Tests for lesson 04's helpers (``attnlab.lessons.softmax``): QK-norm and query lengths.
+"""Tests for the softmax lesson's tools (``attnlab.lessons.softmax``).
 
 Lesson: ``notebooks/04_softmax.ipynb``.
 """
 
-import matplotlib
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
 import attnlab
 from attnlab.lessons import softmax as lesson
 
-matplotlib.use("Agg")
+
+def test_raw_score_gradient_norms_divide_the_jacobian_norm_by_tau():
+    x = np.array([2.0, 1.0, 0.5, 0.0, -1.0])
+    taus = np.array([0.25, 1.0, 4.0])
+    norm_J, norm_grad = lesson.raw_score_gradient_norms(x, taus)
+    for tau, nJ, nG in zip(taus, norm_J, norm_grad, strict=True):
+        J = attnlab.softmax_jacobian(attnlab.softmax(x / tau))
+        assert nJ == pytest.approx(np.linalg.norm(J))
+        assert nG == pytest.approx(np.linalg.norm(J) / tau)
 
 
-def test_qk_norm_scores_are_gain_times_cosines_whatever_the_lengths():
+def test_qk_norm_scores_are_g_cos_theta_and_ignore_lengths():
     rng = np.random.default_rng(0)
-    Q, K = rng.normal(size=(4, 8)), rng.normal(size=(5, 8))
-    S = lesson.qk_norm_scores(Q, K, gain=3.0)
+    Q, K = rng.normal(size=(4, 6)), rng.normal(size=(5, 6))
+    S = lesson.qk_norm_scores(Q, K, 3.0)
     cos = (Q @ K.T) / np.outer(np.linalg.norm(Q, axis=1), np.linalg.norm(K, axis=1))
     np.testing.assert_allclose(S, 3.0 * cos)
-    np.testing.assert_allclose(lesson.qk_norm_scores(10 * Q, 0.1 * K, gain=3.0), S)
+    np.testing.assert_allclose(lesson.qk_norm_scores(7.0 * Q, 0.5 * K, 3.0), S)
     assert np.abs(S).max() <= 3.0
 
 
-@pytest.mark.parametrize("gain, n_keys", [(1.0, 4), (2.0, 16), (4.0, 8)])
-def test_qk_norm_bounds_the_largest_weight(gain, n_keys):
-    # The sharpest row QK-norm allows: one key at cos = 1, every other at cos = -1.
-    K = np.vstack([np.eye(1, 3), -np.ones((n_keys - 1, 1)) * np.eye(1, 3)])
-    best = attnlab.softmax(lesson.qk_norm_scores(np.eye(1, 3), K, gain)).max()
-    assert best == pytest.approx(1 / (1 + (n_keys - 1) * np.exp(-2 * gain)))
+@pytest.mark.parametrize(("g", "n"), [(0.5, 2), (2.0, 6), (4.0, 10)])
+def test_largest_weight_bound_is_reached_by_one_g_and_the_rest_minus_g(g, n):
+    scores = np.full(n, -g)
+    scores[0] = g
+    assert attnlab.softmax(scores).max() == pytest.approx(lesson.largest_weight_bound(g, n))
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        s = rng.uniform(-g, g, size=n)
+        assert attnlab.softmax(s).max() <= lesson.largest_weight_bound(g, n) + 1e-12
 
 
-def test_a_longer_query_sharpens_plain_attention_but_not_qk_norm():
-    lengths = np.linspace(0.5, 64, 32)
-    plain, normed = lesson.query_length_sweep(lengths, n_keys=16, d_k=64, gain=2.0)
-    assert np.all(np.diff(plain) > 0) and plain[-1] > 0.5
-    np.testing.assert_allclose(normed, normed[0])
-    fig = lesson.plot_query_length(lengths, plain, normed, gain=2.0, n_keys=16)
-    assert len(fig.axes[0].get_lines()) == 4
-    matplotlib.pyplot.close("all")
+def test_new_figures_draw():
+    taus = np.logspace(-1, 1, 11)
+    norm_J, norm_grad = lesson.raw_score_gradient_norms([1.0, 0.0], taus)
+    fig = lesson.temperature_gradient_plot(taus, norm_J, norm_grad, marks=(1.0,))
+    assert len(fig.axes) == 1
+    plt.close(fig)
+    cs, gs = np.logspace(-1, 1, 5), np.linspace(0.5, 2, 4)
+    fig = lesson.query_scaling_plot(
+        cs, np.linspace(0.2, 1, 5), np.full(5, 0.4), gs, np.full(4, 0.5), np.full(4, 0.9), 2.0
+    )
+    assert len(fig.axes) == 2
+    plt.close(fig)

@@ -38,8 +38,9 @@ class Sentence:
     """A short sentence: token embeddings and the three learned projections.
 
     Shapes: ``X`` (n, d_model), one row per token; ``W_Q``, ``W_K`` (d_model, d_k);
-    ``W_V`` (d_model, d_v). ``features`` names the d_model columns of X, and
-    ``qk_features`` the d_k columns of Q and K (what a query looks for and a key offers).
+    ``W_V`` (d_model, d_v). ``features`` names the d_model columns of X (and of V, since
+    d_v = d_model); ``qk_features`` names the d_k columns of Q and K: column c of a key says
+    what the token *is*, column c of a query what it *asks for*.
     ``Q``, ``K`` and ``V`` are the projections ``X @ W_Q``, ``X @ W_K``, ``X @ W_V``,
     computed afresh on each access.
     """
@@ -97,7 +98,7 @@ def dog_bites_man() -> Sentence:
     the pattern can be read off the matrices: a noun's query looks for a verb,
     the verb's query looks for its subject (and less for its object), and nouns
     match each other a little. ``W_V`` passes on the verb, subject and object
-    features and drops ``noun``.
+    features and drops ``noun``. ``qk_features`` names the columns of Q and K.
 
     Shapes: ``X`` (3, 4); ``W_Q``, ``W_K``, ``W_V`` (4, 4); float64, new arrays on
     every call.
@@ -111,8 +112,8 @@ def dog_bites_man() -> Sentence:
             [1.0, 0.0, 0.0, 1.0],  # man: a noun, the object
         ]
     )
-    # Columns of the query/key space: "is a verb", "is the subject",
-    # "is the object", "is a noun".
+    # Columns of the query/key space (qk_features): "verb", "subject", "object", "noun".
+    # A key's entry says the token is one; a query's entry says it asks for one.
     W_Q = np.array(
         [
             [2.0, 0.0, 0.0, 1.0],  # a noun asks for a verb, and a little for nouns

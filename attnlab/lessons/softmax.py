@@ -1,7 +1,9 @@
-"""Figures for the softmax lesson: weights against scores, saturation, Jacobians, masks.
+"""Figures and small tools for the softmax lesson: ratios, saturation, Jacobians, masks,
+temperature, and query-dependent scaling (QK-norm).
 
-Each function only draws: the numbers it shows are computed in the notebook
-cell that calls it, so the learner sees every computation.
+The figure functions only draw: the numbers they show are computed in the notebook cell
+that calls them, so the learner sees every computation. ``raw_score_gradient_norms``,
+``qk_norm_scores`` and ``largest_weight_bound`` compute, each with its formula.
 
 Lesson: ``notebooks/04_softmax.ipynb``.
 """
@@ -14,7 +16,8 @@ import numpy as np
 from .. import plots
 
 # Every entry of a softmax Jacobian lies in [-1/4, 1/4]: the diagonal p(1 - p) and the
-# off-diagonal -p_i p_j are both at most 1/4 in size. Fixed limits make maps comparable.
+# off-diagonal -p_i p_j are both at most 1/4 in size (proved in the lesson). Fixed limits
+# make maps comparable.
 JACOBIAN_LIMIT = 0.25
 
 
@@ -152,59 +155,105 @@ def mask_and_weights(mask, weights):
     return fig
 
 
-def qk_norm_scores(Q, K, gain: float) -> np.ndarray:
-    """QK-norm: every query and key scaled to length 1, the cosines times a learned ``gain``.
+def raw_score_gradient_norms(scores, taus):
+    """``‖J‖`` and ``‖∂p/∂x‖ = ‖J‖ / τ`` for ``p = softmax(x / τ)``, one pair per τ.
 
-    Formula: ``s_ij = g · (q_i / ‖q_i‖) · (k_j / ‖k_j‖) = g cos θ_ij``, so every score lies
-    in [−g, g] whatever the vectors' lengths.
-    Shapes: Q ``(n_q, d)``, K ``(n_k, d)`` → ``(n_q, n_k)``.
-    Lesson: ``notebooks/04_softmax.ipynb``.
+    ``J = diag(p) - p pᵀ`` is the Jacobian with respect to the divided scores ``x / τ``
+    (lesson 03); the chain rule through ``x / τ`` divides it by τ to give the gradient with
+    respect to the raw scores x. Norms are Frobenius, ``sqrt(Σ_ij J_ij²)``.
+
+    Shapes: ``scores`` (n,), ``taus`` (m,) → two arrays (m,): ``‖J‖`` and ``‖J‖ / τ``.
+    Lesson: ``notebooks/04_softmax.ipynb`` (temperature).
     """
-    Q, K = np.asarray(Q, dtype=float), np.asarray(K, dtype=float)
+    x = np.asarray(scores, float)
+    taus = np.asarray(taus, float)
+    norms = np.empty(taus.size)
+    for k, tau in enumerate(taus):
+        z = x / tau
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        norms[k] = np.linalg.norm(np.diag(p) - np.outer(p, p))
+    return norms, norms / taus
+
+
+def temperature_gradient_plot(taus, norm_J, norm_grad, marks=()):
+    """``‖J‖`` and ``‖∂p/∂x‖ = ‖J‖/τ`` against the temperature τ (log scale).
+
+    ``marks``: τ values to mark with a dotted line (e.g. the rows of a printed table).
+    Shapes: ``taus``, ``norm_J`` and ``norm_grad`` are 1-D of the same length.
+    Lesson: ``notebooks/04_softmax.ipynb`` (temperature).
+    """
+    fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
+    ax.plot(taus, norm_J, color="grey", lw=1.5, ls="--", label=r"$\|J\|$ (w.r.t. $x/\tau$)")
+    ax.plot(
+        taus,
+        norm_grad,
+        color=plots.ACCENT,
+        lw=2,
+        label=r"$\|\partial p/\partial x\| = \|J\|/\tau$ (w.r.t. the raw scores $x$)",
+    )
+    for tau in marks:
+        ax.axvline(tau, color="grey", lw=0.8, ls=":")
+    ax.set_xscale("log")
+    ax.set_xlabel(r"temperature $\tau$ (log scale)")
+    ax.set_ylabel("norm")
+    ax.set_title(r"How much gradient reaches the scores, $p = $ softmax$(x/\tau)$")
+    ax.legend(fontsize=8, loc="upper right")
+    return fig
+
+
+def qk_norm_scores(Q, K, g):
+    """QK-norm scores ``S = g · (Q/‖q‖)(K/‖k‖)ᵀ``, so ``S_ij = g cos θ_ij`` lies in [-g, g].
+
+    Each query row and each key row is divided by its own length before the dot product;
+    the learned scale ``g`` then sets the sharpness, a temperature of 1/g on cos θ. No
+    ÷√d_k: g replaces it.
+
+    Shapes: ``Q`` (n_q, d), ``K`` (n_k, d), ``g`` a number → (n_q, n_k).
+    Lesson: ``notebooks/04_softmax.ipynb`` (query-dependent scaling).
+    """
+    Q = np.asarray(Q, float)
+    K = np.asarray(K, float)
     Qn = Q / np.linalg.norm(Q, axis=-1, keepdims=True)
     Kn = K / np.linalg.norm(K, axis=-1, keepdims=True)
-    return gain * Qn @ Kn.T
+    return g * Qn @ Kn.T
 
 
-def query_length_sweep(lengths, n_keys: int = 16, d_k: int = 64, gain: float = 2.0, seed=0):
-    """The largest weight of one query's row as the query gets longer, with and without QK-norm.
+def largest_weight_bound(g, n):
+    """The largest weight scores in [-g, g] can give one of n keys: ``1 / (1 + (n-1) e^{-2g})``.
 
-    One random query direction and ``n_keys`` keys with N(0, 1) entries; the query is that
-    direction scaled to each length in ``lengths``. Plain scaled attention uses
-    ``q·k / √d_k``; QK-norm uses :func:`qk_norm_scores` with ``gain``.
-    Returns ``(plain, qk_norm)``, the largest weight for each length, shapes
-    ``(len(lengths),)``.
-    Lesson: ``notebooks/04_softmax.ipynb``.
+    Reached when one score is g and the other n - 1 are -g.
+    Shapes: ``g`` a number or array, ``n`` a whole number → like ``g``.
+    Lesson: ``notebooks/04_softmax.ipynb`` (query-dependent scaling).
     """
-    from ..softmax import softmax
-
-    rng = np.random.default_rng(seed)
-    u = rng.standard_normal(d_k)
-    u /= np.linalg.norm(u)
-    K = rng.standard_normal((n_keys, d_k))
-    Q = np.asarray(lengths, dtype=float)[:, None] * u  # one query per length, same direction
-    plain = softmax(Q @ K.T / np.sqrt(d_k)).max(axis=-1)
-    normed = softmax(qk_norm_scores(Q, K, gain)).max(axis=-1)
-    return plain, normed
+    return 1.0 / (1.0 + (n - 1) * np.exp(-2.0 * np.asarray(g, float)))
 
 
-def plot_query_length(lengths, plain, normed, gain: float, n_keys: int):
-    """The largest weight against the query's length: plain attention and QK-norm, with the
-    bound ``1 / (1 + (n − 1) e^(−2g))`` that QK-norm cannot pass.
-    Lesson: ``notebooks/04_softmax.ipynb``.
+def query_scaling_plot(cs, plain_max, qk_max, gs, measured_max, bound, g_used):
+    """Two panels: a query scaled by c (plain scores vs QK-norm), and QK-norm's bound in g.
+
+    Left: the largest weight of one query's row when the query is multiplied by c (log x),
+    with plain scaled dot products and with QK-norm at scale ``g_used``. Right: the
+    largest weight measured over many random queries at each g, under the bound
+    ``1 / (1 + (n-1) e^{-2g})``.
+    Shapes: ``cs``, ``plain_max``, ``qk_max`` 1-D of one length; ``gs``, ``measured_max``,
+    ``bound`` 1-D of another.
+    Lesson: ``notebooks/04_softmax.ipynb`` (query-dependent scaling).
     """
-    fig, ax = plt.subplots(figsize=(6.2, 3.3), layout="constrained")
-    ax.plot(lengths, plain, color=plots.ACCENT, lw=2, label="q·k / √d_k")
-    ax.plot(lengths, normed, color="#D55E00", lw=2, label=f"QK-norm, gain g = {gain:g}")
-    bound = 1 / (1 + (n_keys - 1) * np.exp(-2 * gain))
-    ax.axhline(bound, color="#D55E00", ls=":", lw=1.2, label=f"QK-norm's bound, {bound:.3f}")
-    ax.axhline(1 / n_keys, color="grey", ls="--", lw=1, label=f"uniform, 1/{n_keys}")
-    ax.set(
-        xlabel="length ‖q‖ of the query",
-        ylabel="largest weight of its row",
-        ylim=(0, 1.05),
-        title="a longer query sharpens its own row, unless q and k are normalised",
-    )
-    ax.title.set_fontsize(10)
-    ax.legend(fontsize=8, loc="center right")
+    fig, (ax_c, ax_g) = plt.subplots(1, 2, figsize=(10.5, 3.4), layout="constrained")
+    ax_c.plot(cs, plain_max, color=plots.ACCENT, lw=2, label=r"plain: $(c\,q)\cdot k/\sqrt{d_k}$")
+    ax_c.plot(cs, qk_max, color=plots.SECOND, lw=2, ls="--", label=f"QK-norm, g = {g_used:g}")
+    ax_c.set_xscale("log")
+    ax_c.set_ylim(0, 1.05)
+    ax_c.set_xlabel("c, the factor on the query (log scale)")
+    ax_c.set_ylabel("largest weight of the row")
+    ax_c.set_title("Scaling q is a temperature τ/c for its row")
+    ax_c.legend(fontsize=8, loc="upper left")
+    ax_g.plot(gs, bound, color="grey", lw=1.5, label=r"bound $1/(1+(n-1)e^{-2g})$")
+    ax_g.plot(gs, measured_max, "o", color=plots.SECOND, ms=4, label="largest weight measured")
+    ax_g.set_ylim(0, 1.05)
+    ax_g.set_xlabel("g, the learned scale of QK-norm")
+    ax_g.set_ylabel("largest weight")
+    ax_g.set_title(r"QK-norm: scores $g\cos\theta$ cap the sharpness")
+    ax_g.legend(fontsize=8, loc="lower right")
     return fig

@@ -1,9 +1,9 @@
-"""Softmax explorer: a temperature slider over one row of scores, and the Jacobian it leaves.
+"""Softmax explorer: a temperature slider over one row of scores, and the gradient it leaves.
 
-Formula: weights ``p = softmax(x / τ)``; Jacobian ``J = diag(p) - p pᵀ`` (∂p_i/∂z_j with
-``z = x / τ``). Low temperatures make p one-hot and J vanish; high ones make p uniform.
-With respect to the raw scores x the Jacobian is J / τ, so a very flat row passes little
-gradient too.
+Formula: weights ``p = softmax(x / τ)``. With respect to the raw scores x the Jacobian is
+``∂p_i/∂x_j = J_ij / τ`` with ``J = diag(p) - p pᵀ`` (the chain rule through ``z = x / τ``).
+Low temperatures make p one-hot and the gradient vanish; high ones make p uniform and
+shrink the gradient by the factor 1/τ.
 
 Lesson: ``notebooks/04_softmax.ipynb``.
 """
@@ -28,13 +28,33 @@ ANNOTATE_UP_TO = 16
 # |J_ij| <= 1/4 for every softmax: p(1 - p) <= 1/4 and p_i p_j <= 1/4.
 JACOBIAN_LIMIT = 0.25
 TEMPERATURES = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+# Every position of the slider: 10**-1 to 10**1 in steps of 0.02 in the exponent.
+SLIDER_TAUS = 10.0 ** np.linspace(-1.0, 1.0, 101)
+
+
+def raw_score_jacobian(scores: np.ndarray, tau: float) -> np.ndarray:
+    """∂p_i/∂x_j for ``p = softmax(x / τ)``: the softmax Jacobian divided by τ.
+
+    Shapes: ``scores`` (n,) → (n, n). Lesson: ``notebooks/04_softmax.ipynb``.
+    """
+    return softmax_jacobian(softmax(scores / tau)) / tau
+
+
+def colour_limit(scores: np.ndarray) -> float:
+    """The largest |∂p_i/∂x_j| over every slider position, so the colours never rescale.
+
+    Never below ``JACOBIAN_LIMIT``, the bound at τ = 1.
+    """
+    largest = max(float(np.abs(raw_score_jacobian(scores, t)).max()) for t in SLIDER_TAUS)
+    return max(JACOBIAN_LIMIT, largest)
 
 
 class SoftmaxExplorer(CourseWidget):
-    """Bars of softmax(x / τ) and its Jacobian, for the temperature τ on the slider.
+    """Bars of softmax(x / τ) and its gradient ∂p/∂x, for the temperature τ on the slider.
 
-    ``shown``: ``"weights"``, ``"jacobian"`` and ``"annotated"`` (whether the Jacobian's
-    cells have their values written in, rounded to two decimals).
+    ``shown``: ``"weights"``, ``"jacobian"`` (∂p_i/∂x_j with respect to the raw scores,
+    ``J / τ``) and ``"annotated"`` (whether the cells have their values written in,
+    rounded to two decimals). ``limit`` is the fixed ± range of the colour scale.
     """
 
     ncols = 2
@@ -42,6 +62,7 @@ class SoftmaxExplorer(CourseWidget):
 
     def __init__(self, scores: np.ndarray) -> None:
         self.scores = scores
+        self.limit = colour_limit(scores)
         super().__init__()
 
     def make_controls(self) -> dict[str, Any]:
@@ -80,21 +101,20 @@ class SoftmaxExplorer(CourseWidget):
         ax_p.set_xlabel("key and its score x  (dotted: uniform weight 1/n)", fontsize=8)
         ax_p.tick_params(axis="x", labelsize=8 if n <= 5 else 7)
         ax_p.title.set_fontsize(9)
-        # Top right: a peaked row's tall bar is key k0, on the left.
         self.status = ax_p.text(
-            0.98, 0.97, "", transform=ax_p.transAxes, ha="right", va="top", fontsize=8
+            0.02, 0.97, "", transform=ax_p.transAxes, ha="left", va="top", fontsize=8
         )
         self.heat = plots.heatmap(
             np.zeros((n, n)),
             ax_j,
-            title=r"Jacobian $\partial p_i / \partial z_j$,  z = x / τ",
-            xlabel="j (score)",
+            title=r"gradient $\partial p_i / \partial x_j = J_{ij}/\tau$ (raw scores x)",
+            xlabel="j (raw score)",
             ylabel="i (weight)",
             row_labels=labels,
             col_labels=labels,
             cmap=plots.SIGNED_CMAP,
-            vmin=-JACOBIAN_LIMIT,
-            vmax=JACOBIAN_LIMIT,
+            vmin=-self.limit,
+            vmax=self.limit,
             annotate=n * n <= ANNOTATE_UP_TO,
             fmt="{:.2f}",
         )
@@ -103,31 +123,27 @@ class SoftmaxExplorer(CourseWidget):
 
     def update(self, temperature: float) -> None:
         weights = softmax(self.scores / temperature)
-        jac = softmax_jacobian(weights)
+        jac = softmax_jacobian(weights) / temperature  # with respect to the raw scores x
         for bar, height in zip(self.bars.patches, weights, strict=True):
             bar.set_height(height)
         annotated = bool(self.heat.texts)
         # Rounded as shown, and + 0.0 turns -0.0 into 0.0, so no cell reads "-0.00".
         self.heat.update(np.round(jac, 2) + 0.0 if annotated else jac)
-        norm = float(np.linalg.norm(jac))
         self.status.set_text(
-            f"max weight {weights.max():.3f}\n‖∂p/∂z‖ = ‖J‖ = {norm:.3f}\n"
-            f"‖∂p/∂x‖ = ‖J‖/τ = {norm / temperature:.3f}"
+            f"max weight {weights.max():.3f}    ‖∂p/∂x‖ = ‖J‖/τ = {np.linalg.norm(jac):.3f}"
         )
-        self.shown = {
-            "weights": weights,
-            "jacobian": jac,
-            "annotated": annotated,
-            "gradient_norm": norm / temperature,  # ‖∂p/∂x‖, with respect to the raw scores
-        }
+        self.shown = {"weights": weights, "jacobian": jac, "annotated": annotated}
 
 
 def softmax_explorer(scores: Any = None) -> SoftmaxExplorer:
-    """Bars of ``softmax(scores / τ)`` with a log-scale temperature slider, and their Jacobian.
+    """Bars of ``softmax(scores / τ)`` with a log-scale slider for τ, and their gradient.
 
+    The heatmap is ∂p_i/∂x_j, the gradient with respect to the raw scores x, which is the
+    softmax Jacobian divided by τ.
     ``scores``: optional 1-D array of 2 to 8 finite numbers (default ``[2, 1, 0.5, 0, -1]``).
-    The bars stay on 0..1 and the Jacobian's colours on ±0.25, so what you see change is
-    the weights, never the scale. ``controls``: ``"temperature"``.
+    The bars stay on 0..1 and the heatmap's colours on one fixed range (the largest entry
+    over all slider positions), so what you see change is the weights, never the scale.
+    ``controls``: ``"temperature"``.
 
     Lesson: ``notebooks/04_softmax.ipynb``.
     """
