@@ -51,6 +51,7 @@ CLASSIC_MISTAKES = {
     "scale_factor": ("np.sqrt(d_k)", "d_k"),  # 1/d_k: the square root forgotten
     "scores": ("Q @ K.T", "K @ Q.T"),  # the transpose, S.T instead of S
     "scaled_scores": ("np.sqrt(d_k)", "d_k"),  # divided by d_k
+    "uniform_score_variance": ("var_entry * var_entry * d_k", "var_entry * d_k"),  # σ² once
     "entropy": ("np.log(safe)", "np.log(p + 1.0)"),  # the wrong logarithm
     "softmax": ("x - x.max(axis=-1, keepdims=True)", "x"),  # no shift: overflows
     "attention": ("Q @ K.T / np.sqrt(d_k)", "Q @ K.T"),  # unscaled scores
