@@ -353,9 +353,9 @@ def test_step_controls_table_and_claims(short_runs, controls, capsys):
     assert "√d_k, large steps  spread     √d_k × larger" in table
     assert "1                  saturated  √d_k × larger" in table
     found = lesson.control_claims(short_runs, controls)
-    assert len(found) == 3
+    assert len(found) == 4
     lesson.print_claims(found)
-    assert len(capsys.readouterr().out.splitlines()) == 3
+    assert len(capsys.readouterr().out.splitlines()) == 4
     fig = lesson.plot_curves({**short_runs, **controls}, divisors=lesson.SETTINGS)
     assert len(fig.axes[0].get_lines()) >= len(lesson.SETTINGS)
     matplotlib.pyplot.close("all")
@@ -372,6 +372,7 @@ def test_each_control_claim_can_fail(short_runs, controls):
         (with_accuracy(controls, (16, "1, small steps"), 1.0), 0),
         (with_accuracy(controls, (64, "√d_k, large steps"), 1.0), 1),
         (with_accuracy(controls, (16, "√d_k, large steps"), 0.0), 2),
+        (with_accuracy(controls, (64, "√d_k, large steps"), 1.0), 3),
     ]:
         assert not lesson.control_claims(short_runs, runs)[index].holds
     scaled = {k: _with(v, accuracy=np.ones_like(v.accuracy)) for k, v in short_runs.items()}
@@ -380,7 +381,16 @@ def test_each_control_claim_can_fail(short_runs, controls):
         slow[(16, "√d_k, large steps")],
         accuracy=np.ones_like(slow[(16, "√d_k, large steps")].accuracy),
     )
-    assert all(c.holds for c in lesson.control_claims(scaled, slow))
+    slow[(64, "√d_k, large steps")] = _with(
+        slow[(64, "√d_k, large steps")],
+        accuracy=np.zeros_like(slow[(64, "√d_k, large steps")].accuracy),
+    )
+    assert all(c.holds for c in lesson.control_claims(scaled, slow)[:3])
+    unscaled = {
+        **scaled,
+        (64, "1"): _with(scaled[(64, "1")], accuracy=np.full_like(scaled[(64, "1")].accuracy, 0.5)),
+    }
+    assert lesson.control_claims(unscaled, slow)[3].holds
 
 
 def test_attention_maps_before_and_after_training():

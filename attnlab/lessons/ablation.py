@@ -569,6 +569,11 @@ def control_claims(
             "by less than 0.05",
             abs(auc(small, "√d_k, large steps") - auc(small, "√d_k")) < 0.05,
         ),
+        Claim(
+            f"at d_k = {d_ks[-1]}, ÷√d_k with large steps is at least 0.1 below the unscaled "
+            "model itself: this control exaggerates what the larger steps do",
+            auc(d_ks[-1], "√d_k, large steps") <= auc(d_ks[-1], "1") - 0.1,
+        ),
     ]
 
 
