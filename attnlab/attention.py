@@ -3,8 +3,9 @@
 This is the version to read: each line is one step of the lessons. The same
 result, computed faster over cache-sized tiles, is :func:`attnlab.fast.attention`.
 
-Lesson: ``notebooks/05_values.ipynb`` (the ·V step and the worked example)
-and ``notebooks/06_full_attention.ipynb`` (batches, heads, masks, cost).
+Lesson: ``notebooks/05_values.ipynb`` (the ·V step and the worked example),
+``notebooks/06_heads_and_masks.ipynb`` (batches, heads, masks) and
+``notebooks/07_cost_and_tiling.ipynb`` (cost).
 """
 
 from __future__ import annotations

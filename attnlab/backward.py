@@ -1,6 +1,6 @@
 """Gradients of softmax and of attention, derived by hand.
 
-Lesson: ``notebooks/07_does_scaling_matter.ipynb`` (training one attention
+Lesson: ``notebooks/08_does_scaling_matter.ipynb`` (training one attention
 layer in NumPy); the softmax Jacobian itself is in ``notebooks/04_softmax.ipynb``.
 """
 
@@ -22,7 +22,7 @@ def softmax_backward(p: ArrayLike, grad_p: ArrayLike) -> np.ndarray:
 
     Shapes: p and grad_p ``(..., n)`` → ``(..., n)``.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     p = as_real_array(p, "p")
     g = as_real_array(grad_p, "grad_p")
@@ -64,7 +64,7 @@ def attention_backward(
     ``(..., n_q, d_v)``. Returns ``(dQ, dK, dV)`` with the shapes of Q, K and V
     (gradients of broadcast inputs are summed over the broadcast dimensions).
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     out, P = attention(Q, K, V, mask, causal=causal, scale=scale, return_weights=True)
     Q, K, V = (as_real_array(a, n) for a, n in ((Q, "Q"), (K, "K"), (V, "V")))

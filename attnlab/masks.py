@@ -1,7 +1,7 @@
 """Masks: which keys each query may attend to.
 
 Lesson: ``notebooks/04_softmax.ipynb`` (masking with -inf, the causal mask)
-and ``notebooks/06_full_attention.ipynb`` (padding and causal masks).
+and ``notebooks/06_heads_and_masks.ipynb`` (padding and causal masks).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def attention_mask(
 
     Shapes: ``mask`` broadcastable to ``(*batch, n_q, n_k)``.
 
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/06_heads_and_masks.ipynb``.
     """
     causal = check_flag(causal, "causal")
     keep = bias = None

@@ -1,6 +1,6 @@
 """Multi-head attention: several attentions side by side, on learned projections.
 
-Lesson: ``notebooks/06_full_attention.ipynb``.
+Lesson: ``notebooks/06_heads_and_masks.ipynb``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def multi_head_attention(
     head); W_O ``(H·d_head, d_model)``. Returns ``(..., n, d_model)``, and with
     ``return_weights=True`` also the weights ``(..., H, n, n)``.
 
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/06_heads_and_masks.ipynb``.
     """
     X = as_real_array(X, "X")
     require_ndim(X, "X", 2, "(..., n, d_model)")

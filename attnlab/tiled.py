@@ -1,6 +1,6 @@
 """Tiled attention: the online softmax behind FlashAttention, in NumPy.
 
-Lesson: ``notebooks/06_full_attention.ipynb``.
+Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def tiled_attention(
     number of keys per block (an integer ≥ 1). Memory grows with
     n_q × block_size instead of n_q × n_k.
 
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     block_size = check_whole_number(block_size, "block_size", minimum=1)
     p = prepare(Q, K, V, mask, causal, scale)

@@ -1,4 +1,4 @@
-"""Multi-head attention and the hand-derived gradients (lessons 06 and 07)."""
+"""Multi-head attention and the hand-derived gradients (lessons 06 and 08)."""
 
 import numpy as np
 import pytest

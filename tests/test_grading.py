@@ -31,7 +31,7 @@ LESSONS = course.lessons()
 # One lesson with several exercises carries the per-exercise cases.
 PROBE = "04_softmax"
 # Seconds a cell may run before nbgrader interrupts it (an endless loop): the course's
-# own limit (nbgrader_config.py). The slowest legitimate cell, lesson 06's cost sweep,
+# own limit (nbgrader_config.py). The slowest legitimate cell, lesson 07's cost sweep,
 # takes a few seconds alone but several times that on a loaded machine.
 CELL_TIMEOUT = 60
 

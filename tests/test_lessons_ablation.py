@@ -1,4 +1,4 @@
-"""Tests for lesson 07's model and experiments (``attnlab.lessons.ablation``) and its
+"""Tests for lesson 08's model and experiments (``attnlab.lessons.ablation``) and its
 ``softmax_backward`` exercise.
 
 The gradient checks compare the hand-derived backward pass of the whole model with
@@ -13,7 +13,7 @@ import pytest
 
 import attnlab
 from attnlab.exercises import check, exercise_ids, solution, solutions
-from attnlab.exercises import ex07_ablation as exercise
+from attnlab.exercises import ex08_ablation as exercise
 from attnlab.exercises.registry import get_exercise
 from attnlab.lessons import ablation as lesson
 from attnlab.lessons import retrieval
@@ -551,11 +551,11 @@ def test_missing_keepdims_on_other_shapes_gets_the_shape_hint():
 def test_the_exercise_is_registered_with_its_lesson_and_solution():
     assert "softmax_backward" in exercise_ids()
     record = get_exercise("softmax_backward")
-    assert record.lesson == "notebooks/07_does_scaling_matter.ipynb"
+    assert record.lesson == "notebooks/08_does_scaling_matter.ipynb"
     code = solution("softmax_backward")
     assert code.startswith("def softmax_backward(p, grad_p):")
     assert "return" in code and "raise" not in code
-    assert "notebooks/07_does_scaling_matter.ipynb" in code._repr_markdown_()
+    assert "notebooks/08_does_scaling_matter.ipynb" in code._repr_markdown_()
 
 
 def test_reference_inputs_are_softmax_rows():

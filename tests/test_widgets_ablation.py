@@ -1,4 +1,4 @@
-"""The ablation-curves widget of lesson 07: learning curves and entropy per d_k and divisor."""
+"""The ablation-curves widget of lesson 08: learning curves and entropy per d_k and divisor."""
 
 import dataclasses
 import re

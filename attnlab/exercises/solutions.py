@@ -4,12 +4,12 @@
 with no input checking; each function's name is its exercise's id. The checkers
 compare answers with the validated functions of ``attnlab``; the tests check that
 these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_product
-(scores, score_matrix), 02_variance (scaled_scores, std_512,
-uniform_score_variance), 03_scaling (entropy,
-divisor_for_variance, temperature_for_entropy),
-04_softmax (softmax, softmax_jacobian, causal_mask), 05_values (attention,
-masked_attention), 06_full_attention (multi_head_attention, online_softmax),
-07_does_scaling_matter (softmax_backward, attention_grad_q).
+(scores, score_matrix), 02_variance (scaled_scores, std_512, uniform_score_variance),
+03_scaling (entropy, divisor_for_variance, temperature_for_entropy), 04_softmax
+(softmax, softmax_jacobian, causal_mask), 05_values (attention, masked_attention),
+06_heads_and_masks (multi_head_attention, kv_cache_bytes, padding_causal_mask),
+07_cost_and_tiling (attention_peak_bytes, online_softmax), 08_does_scaling_matter
+(softmax_backward, attention_grad_q).
 """
 
 import numpy as np
@@ -108,6 +108,25 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads):
         Q, K, V = X @ W_Q[:, cols], X @ W_K[:, cols], X @ W_V[:, cols]  # each (n, d_head)
         heads.append(attention(Q, K, V))  # scaled by √d_head, the width of one head
     return np.concatenate(heads, axis=-1) @ W_O  # heads side by side: (n, d_model)
+
+
+def kv_cache_bytes(n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number):
+    # n_heads plays no part: queries are not cached, and query heads share the KV heads.
+    numbers_per_token = 2 * n_kv_heads * d_head  # one key and one value vector per KV head
+    return n_layers * n_tokens * numbers_per_token * bytes_per_number  # every layer has its own
+
+
+def padding_causal_mask(lengths, n):
+    j = np.arange(n)  # key positions
+    real_key = j[None, :] < lengths[:, None]  # (batch, n): key j is a real token
+    not_future = j[None, :] <= j[:, None]  # (n, n): key j is not after query i
+    return real_key[:, None, :] & not_future  # (batch, 1, n) & (n, n) -> (batch, n, n)
+
+
+def attention_peak_bytes(n, d, bytes_per_number):
+    n_by_n = 2 * n * n  # the scores S and the weights P, alive at once
+    n_by_d = 4 * n * d  # Q, K, V and the output O
+    return (n_by_n + n_by_d) * bytes_per_number
 
 
 def online_softmax(scores, block_size):

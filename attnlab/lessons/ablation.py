@@ -1,7 +1,7 @@
-"""Lesson 07: does dividing by √d_k matter when one attention layer is trained?
+"""Lesson 08: does dividing by √d_k matter when one attention layer is trained?
 
 The ablation experiments, their summaries and the lesson's figures for
-``notebooks/07_does_scaling_matter.ipynb``, built on the task and model of
+``notebooks/08_does_scaling_matter.ipynb``, built on the task and model of
 :mod:`attnlab.lessons.retrieval`. The notebook reads the whole lesson through this
 module, so the model's names are importable from here too. NumPy only; matplotlib is
 imported by the figure functions alone.
@@ -65,7 +65,7 @@ EVAL_SEQUENCES = 1024
 def divisor_value(divisor: str, d_k: int) -> float:
     """The number τ that a named divisor stands for at this d_k: "1" → 1, "2√d_k" → 2√d_k.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     divisor = STEP_CONTROLS.get(divisor, (divisor,))[0]
     if divisor == "1":
@@ -165,7 +165,7 @@ def train(
 ) -> Run:
     """Train one model per seed with the scores divided by ``divisor``; see :func:`train_divisors`.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     return train_divisors(task, d_k, (divisor,), seeds, steps, batch_size, lr)[divisor]
 
@@ -214,7 +214,7 @@ def train_divisors(
     step draws fresh sequences, so the accuracy on a step's batch, measured before the
     update, is accuracy on unseen data.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     seeds, divisors = tuple(int(s) for s in seeds), tuple(divisors)
     n = len(seeds)
@@ -266,7 +266,7 @@ def attention_maps(
     """Train one model per divisor (seed ``seed``, as in the ablation) and return its
     attention weights on ``n_sequences`` held-out sequences at the start and the end.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     divisors = tuple(divisors)
     scales = np.array([1.0 / divisor_value(d, d_k) for d in divisors])
@@ -299,7 +299,7 @@ def run_ablation(
 
     ``reuse``: runs already trained (same task and settings), kept instead of retrained.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     task = make_task() if task is None else task
     results = dict(reuse or {})
@@ -325,7 +325,7 @@ def initial_scores(task: Task, d_k: int, seeds=SEEDS, size: int = 256) -> dict[s
     """At initialisation: variance of the entries of q and k, spread of the raw scores q·k,
     and the mean entropy of the query's attention row divided by √d_k and by 1.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     params = init_params(task, d_k, seeds)
     batch = evaluation_batch(task, len(seeds), size)
@@ -346,7 +346,7 @@ def initial_attention(
     Returns the scores ``(n_sequences, n_pairs)`` of seed ``seed``'s initial weights, and
     for each sequence the pair that holds its query's key ``(n_sequences,)``.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     params = init_params(task, d_k, (seed,))
     batch = evaluation_batch(task, 1, n_sequences, seed=77)
@@ -424,7 +424,7 @@ def start_of_training(
     largest ``‖∂ℓ/∂s‖`` over sequences, and ‖∂L/∂W_Q‖ for the batch loss L (mean over
     seeds).
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     scale = 1.0 / divisor_value(divisor, d_k)
     params = init_params(task, d_k, seeds)
@@ -474,7 +474,7 @@ def claims(results: Mapping[tuple[int, str], Run], level: float = 0.9) -> list[C
     therefore a comparison with a wide margin, which a change in the last bits cannot
     flip; the numbers themselves are in the table and the figures.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     d_ks = sorted({d_k for d_k, _ in results})
     small, large = d_ks[0], d_ks[-1]
@@ -543,7 +543,7 @@ def control_claims(
     """What the step controls show, each tested on these runs (wide margins, as in
     :func:`claims`), comparing mean accuracy over training, averaged over the seeds.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     d_ks = sorted({d_k for d_k, _ in controls})
     small, larger = d_ks[0], d_ks[1:]
@@ -582,7 +582,7 @@ def map_claims(maps: AttentionMaps) -> list[Claim]:
     each tested on them. The unscaled model's training is chaotic, so its claim after
     training keeps a wide margin.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     n = len(maps.right)
     rows = np.arange(n)
@@ -648,7 +648,7 @@ def print_step_controls(
     """One line per d_k and setting: how the scores start, how far a step moves them
     (next to the scaled model's), mean accuracy over training and steps to ``level``.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     runs = {**results, **controls}
     head = (
@@ -759,7 +759,7 @@ def plot_attention_maps(maps: AttentionMaps):
     """One heatmap per divisor and moment (start, after training): each row is a held-out
     sequence, each column a pair, and a ring marks the pair that holds the answer.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     import matplotlib.pyplot as plt
 

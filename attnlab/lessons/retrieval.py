@@ -1,7 +1,7 @@
-"""The model lesson 07 trains: one attention layer on key–value retrieval, by hand.
+"""The model lesson 08 trains: one attention layer on key–value retrieval, by hand.
 
 The task, the model, its hand-derived gradients and the optimiser, for
-``notebooks/07_does_scaling_matter.ipynb`` (the experiments and figures built on
+``notebooks/08_does_scaling_matter.ipynb`` (the experiments and figures built on
 them are in :mod:`attnlab.lessons.ablation`). NumPy only.
 
 **Task (key–value retrieval).** A sequence holds ``n_pairs`` (key, value) pairs with
@@ -63,7 +63,7 @@ def make_task(
 ) -> Task:
     """A retrieval task with seeded random embeddings (entries N(0, 1)).
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     if not 1 <= n_pairs <= n_keys:
         raise ValueError(f"n_pairs must be between 1 and n_keys = {n_keys}, got {n_pairs}.")
@@ -96,7 +96,7 @@ def sample_batch(task: Task, rng: np.random.Generator, size: int) -> Batch:
 
     Shapes: ``keys``, ``values`` ``(size, n_pairs)``; ``query``, ``target`` ``(size,)``.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     # The first n_pairs entries of a random permutation: distinct keys.
     keys = np.argsort(rng.random((size, task.n_keys)), axis=-1)[:, : task.n_pairs]
@@ -151,7 +151,7 @@ def init_params(task: Task, d_k: int, seeds=SEEDS, d_v: int = 32) -> dict[str, n
     Shapes: ``W_Q``, ``W_K`` ``(M, d_model, d_k)``, ``W_V`` ``(M, d_model, d_v)``,
     ``W_O`` ``(M, d_v, n_values)``, ``b`` ``(M, n_values)`` with M = len(seeds).
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     shapes = {
         "W_Q": (task.d_model, d_k),
@@ -272,7 +272,7 @@ def loss_and_grads(params: Mapping[str, np.ndarray], task: Task, batch: Batch, s
     Returns ``(loss (M,), grads {name: like params}, stats)``, where stats holds the
     batch accuracy ``(M,)`` and the mean entropy of the query's attention row ``(M,)``.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     f = forward(params, task, batch, scale)
     loss, grad_z = softmax_cross_entropy(f.logits, batch.target)
@@ -312,7 +312,7 @@ def gradient_check(
     analytic gradient a and the numeric n. Use float64 and a tiny model: it costs two
     forward passes per parameter entry.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     _, grads, _ = loss_and_grads(params, task, batch, scale)
     errors = {}
@@ -344,7 +344,7 @@ class Adam:
     m̂ / √v̂ has size about 1 whatever the gradient's size, so each entry moves by about
     lr per step: a small gradient still gives a full-sized step (if its sign is steady).
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
 
     def __init__(

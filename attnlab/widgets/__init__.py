@@ -21,7 +21,8 @@ FACTORIES = {
     "scaling_strip": "scaling",
     "softmax_explorer": "softmax",
     "qkv_explorer": "values",
-    "pattern_gallery": "full_attention",
+    "pattern_gallery": "heads_and_masks",
+    "online_softmax_stepper": "cost_and_tiling",
     "initial_attention": "ablation",
     "ablation_curves": "ablation",
 }

@@ -1,4 +1,4 @@
-"""Lesson 07's widgets: the untrained model's attention, and the ablation's learning curves.
+"""Lesson 08's widgets: the untrained model's attention, and the ablation's learning curves.
 
 ``initial_attention``: pick d_k and whether the scores are divided by √d_k; the view
 shows the untrained model's attention weights on a few held-out sequences, and each
@@ -16,7 +16,7 @@ The widget trains nothing: it shows the lesson's results, ``{(d_k, divisor): run
 from ``attnlab.lessons.ablation.run_ablation``. Of each run it reads the attributes
 in ``RUN_ATTRIBUTES``.
 
-Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def ablation_curves(results: Mapping[tuple[int, str], Any] | None = None) -> Abl
     length, one or more seeds). It is required: the widget shows runs, it does not
     train them. ``controls``: ``"d_k"`` and ``"divisor"``.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     return AblationCurves(_check_results(results))
 
@@ -333,7 +333,7 @@ def initial_attention(task: Any = None, n_sequences: int = 8) -> InitialAttentio
     how many held-out sequences to show, 2 to 16. One seed's initial weights per d_k in
     ``INITIAL_D_KS``; nothing is trained. ``controls``: ``"d_k"`` and ``"divisor"``.
 
-    Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     n = whole_number(n_sequences, "n_sequences", "how many sequences to show", 2, 16)
     task = lesson.make_task() if task is None else task

@@ -1,7 +1,7 @@
 """Exercises ``softmax_backward`` (the gradient through softmax, without the Jacobian)
 and ``attention_grad_q`` (the gradient of attention with respect to the queries).
 
-Lesson: ``notebooks/07_does_scaling_matter.ipynb``.
+Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
 """
 
 import numpy as np
@@ -128,7 +128,7 @@ def _rows_sum_to_zero_hint(got, want, inputs):
 
 
 register(
-    "notebooks/07_does_scaling_matter.ipynb",
+    "notebooks/08_does_scaling_matter.ipynb",
     solutions.softmax_backward,
     "softmax_backward(p, grad_p) -> ∂L/∂x like p, rows of p = softmax(x)",
     ArrayCheck(
@@ -230,7 +230,7 @@ def _reference_grad_q(Q, K, V, grad_O, scale):
 
 
 register(
-    "notebooks/07_does_scaling_matter.ipynb",
+    "notebooks/08_does_scaling_matter.ipynb",
     solutions.attention_grad_q,
     "attention_grad_q(Q, K, V, grad_O, scale) -> ∂L/∂Q like Q",
     ArrayCheck(

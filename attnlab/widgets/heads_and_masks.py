@@ -3,9 +3,9 @@
 Formula: weights ``W = softmax(β Q Kᵀ / τ)`` with β = 4 and the temperature τ
 from the slider; next to them, the entropy of each row, ``-Σ_j W_ij log W_ij``,
 from 0 (one key) to log n (uniform). The constructions of Q and K are those of
-``attnlab.lessons.full_attention.pattern_qk``.
+``attnlab.lessons.heads_and_masks.pattern_qk``.
 
-Lesson: ``notebooks/06_full_attention.ipynb``.
+Lesson: ``notebooks/06_heads_and_masks.ipynb``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import plots
-from ..lessons.full_attention import GLOBAL_TOKEN, PATTERNS, SHARPNESS, WIDE_QUERY, pattern_qk
+from ..lessons.heads_and_masks import GLOBAL_TOKEN, PATTERNS, SHARPNESS, WIDE_QUERY, pattern_qk
 from ..softmax import entropy, softmax
 from ._base import CourseWidget
 from ._check import learner_array, whole_number
@@ -157,7 +157,7 @@ def pattern_gallery(n: int | None = None, Q: Any = None, K: Any = None) -> Patte
     The colour scale stays at 0..1 and the entropy axis at 0..log n, so what changes
     is the pattern, never the scale. ``controls``: ``"pattern"``, ``"temperature"``.
 
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/06_heads_and_masks.ipynb``.
     """
     if (Q is None) != (K is None):
         missing = "K" if K is None else "Q"

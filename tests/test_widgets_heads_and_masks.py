@@ -1,6 +1,6 @@
 """Tests for the pattern gallery widget (``attnlab.widgets.pattern_gallery``), run headless.
 
-Lesson: ``notebooks/06_full_attention.ipynb``.
+Lesson: ``notebooks/06_heads_and_masks.ipynb``.
 """
 
 import os
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import attnlab
-from attnlab.lessons.full_attention import PATTERNS, SHARPNESS, pattern_qk, row_entropy
+from attnlab.lessons.heads_and_masks import PATTERNS, SHARPNESS, pattern_qk, row_entropy
 from attnlab.widgets import pattern_gallery
 
 

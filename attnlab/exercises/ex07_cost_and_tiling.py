@@ -1,165 +1,92 @@
-"""Exercises ``multi_head_attention`` and ``online_softmax``.
+"""Exercises ``attention_peak_bytes`` and ``online_softmax``.
 
-``multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads)``: split the projected
-queries, keys and values into heads, attend within each head, put the heads
-side by side and multiply by W_O. ``online_softmax(scores, block_size)``: the
-softmax of one row computed block by block with a running maximum and a running
-sum, as tiled attention does. The checker sees only the result, so it tests
-rows whose maximum arrives late, with scores too large for a plain exp, ragged
-last blocks, block_size 1 and a single block, and names the classic slips of
-the running statistics.
+``attention_peak_bytes(n, d, bytes_per_number)``: the memory plain attention holds at
+its peak, the two n × n matrices (scores and weights) plus the four n × d arrays
+(Q, K, V and the output). ``online_softmax(scores, block_size)``: the softmax of one
+row computed block by block with a running maximum and a running sum, as tiled
+attention does. The checker sees only the result, so it tests rows whose maximum
+arrives late, with scores too large for a plain exp, ragged last blocks,
+block_size 1 and a single block, and names the classic slips of the running
+statistics.
 
-Lesson: ``notebooks/06_full_attention.ipynb``.
+Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
 """
-
-from typing import Any
 
 import numpy as np
 
-from ..multihead import merge_heads as _merge
-from ..multihead import multi_head_attention
-from ..multihead import split_heads as _split
 from ..softmax import softmax
 from . import solutions
-from .arrays import (
-    EXP_LIMIT,
-    ArrayCheck,
-    Case,
-    Mistake,
-    overflow_hint,
-    readable,
-    softmax_columns,
-    softmax_rows,
-)
+from .arrays import EXP_LIMIT, ArrayCheck, Case, Mistake, overflow_hint, softmax_rows
 from .registry import register
 
-LESSON = "notebooks/06_full_attention.ipynb"
+LESSON = "notebooks/07_cost_and_tiling.ipynb"
 
-# --------------------------------------------------------- multi_head_attention
-
-
-def _split_no_transpose(M, n_heads):
-    n, width = M.shape
-    return M.reshape(n_heads, n, width // n_heads)
+# --------------------------------------------------------- attention_peak_bytes
 
 
-def _merge_no_transpose(heads):
-    h, n, d = heads.shape
-    return heads.reshape(n, h * d)
+def attention_peak_bytes(n, d, bytes_per_number):
+    """The reference: ``(2 n² + 4 n d) · bytes_per_number``."""
+    return (2 * n * n + 4 * n * d) * bytes_per_number
 
 
-def _split_strided(M, n_heads):
-    """Head h gets every H-th column: h, h + H, h + 2H, …"""
-    n, width = M.shape
-    return M.reshape(n, width // n_heads, n_heads).transpose(2, 0, 1)
-
-
-def _merge_strided(heads):
-    h, n, d = heads.shape
-    return heads.transpose(1, 2, 0).reshape(n, d * h)
-
-
-def _wrong(*, split=_split, merge=_merge, one_head=False, divisor=None, weights=softmax_rows,
-           project=lambda heads, W_O: heads @ W_O):  # fmt: skip
-    """Multi-head attention with one part done wrong: the split or merge of the heads, the
-    number of heads, the scale (``divisor(d_model)`` instead of d_head), the softmax or
-    the output projection."""
-
-    def compute(X, W_Q, W_K, W_V, W_O, n_heads):
-        Q, K, V = (split(X @ W, 1 if one_head else n_heads) for W in (W_Q, W_K, W_V))
-        d = Q.shape[-1] if divisor is None else divisor(W_Q.shape[1])
-        return project(merge(weights(Q @ K.transpose(0, 2, 1) / np.sqrt(d)) @ V), W_O)
-
-    return compute
-
-
-def _softmax_each_column(S):
-    return np.stack([softmax_columns(s) for s in S])
-
-
-def mha_cases() -> list[Case]:
-    rng = np.random.default_rng(606)
-    shapes = [
-        ("X (5×6), d_model = 6, n_heads = 2, so d_head = 3", 5, 6, 2),
-        ("X (4×8), d_model = 8, n_heads = 4, so d_head = 2", 4, 8, 4),
-        ("X (6×6), d_model = 6, n_heads = 3, so d_head = 2", 6, 6, 3),
-        ("X (3×4), d_model = 4, a single head (n_heads = 1)", 3, 4, 1),
+def peak_cases() -> list[Case]:
+    return [
+        Case(
+            "n = 1024 tokens, d = 64, float32 (4 bytes)",
+            {"n": 1024, "d": 64, "bytes_per_number": 4},
+        ),  # fmt: skip
+        Case("n = 10 tokens, d = 3, float16 (2 bytes)", {"n": 10, "d": 3, "bytes_per_number": 2}),
+        Case(
+            "n = 32768 tokens, d = 128, bfloat16 (2 bytes)",
+            {"n": 32768, "d": 128, "bytes_per_number": 2},
+        ),  # fmt: skip
     ]
-    cases = []
-    for label, n, d_model, n_heads in shapes:
-        inputs: dict[str, Any] = {"X": readable(rng, n, d_model)}
-        for name in ("W_Q", "W_K", "W_V", "W_O"):
-            inputs[name] = readable(rng, d_model, d_model, scale=0.7)
-        inputs["n_heads"] = n_heads
-        cases.append(Case(label, inputs))
-    return cases
 
 
-_HEAD_COLUMNS = (
-    "Head h owns the block of columns h·d_head to (h+1)·d_head − 1 of Q = X W_Q (and of K "
-    "and V): `Q[:, h*d_head:(h+1)*d_head]`, or all heads at once with "
-    "`Q.reshape(n, n_heads, d_head).transpose(1, 0, 2)`."
-)
+def _ratio_hint(got, want, inputs):
+    """For a wrong count that no known mistake explains: how far off it is."""
+    if got.shape != () or not np.isfinite(got.astype(np.float64)) or float(want) == 0:
+        return None
+    ratio = float(got) / float(want)
+    return (
+        f"Your number is {ratio:.4g} times the right one. "
+        "Count the numbers alive at the peak, the two n × n matrices S and P and the four "
+        "n × d arrays Q, K, V and O, then multiply by the bytes per number."
+    )
 
-MHA_MISTAKES = (
+
+PEAK_MISTAKES = (
     Mistake(
-        "You returned the heads side by side but forgot the output projection: multiply the "
-        "concatenated heads, shape (n, d_model), by W_O. W_O is what lets the heads' results "
-        "mix into every output feature.",
-        _wrong(project=lambda heads, W_O: heads),
+        "You counted one n × n matrix, but two are alive at once: the scores S, and the "
+        "weights P that the softmax makes from them (the softmax can't overwrite S while it "
+        "still needs S's row maxima and sums). Count 2 n² numbers.",
+        lambda n, d, bytes_per_number: (n * n + 4 * n * d) * bytes_per_number,
     ),
     Mistake(
-        "You ran one attention over all d_model columns instead of splitting them into "
-        "n_heads heads. Each head attends with its own d_head = d_model / n_heads columns and "
-        "its own weights. " + _HEAD_COLUMNS,
-        _wrong(one_head=True),
+        "You counted only the two n × n matrices. They are nearly all of the peak for long "
+        "sequences, but the four n × d arrays, Q, K, V and the output, are there too: "
+        "add 4 n d numbers.",
+        lambda n, d, bytes_per_number: 2 * n * n * bytes_per_number,
     ),
     Mistake(
-        "You scaled each head's scores by √d_model instead of √d_head. Inside a head the dot "
-        "products have d_head terms, so divide by `np.sqrt(d_head)` with "
-        "d_head = d_model // n_heads.",
-        _wrong(divisor=lambda d_model: d_model),
+        "You counted Q, K and V but not the output O, which is one more n × d array: "
+        "4 n d numbers in all.",
+        lambda n, d, bytes_per_number: (2 * n * n + 3 * n * d) * bytes_per_number,
     ),
     Mistake(
-        "You forgot to scale each head's scores: divide Q Kᵀ by √d_head before the softmax.",
-        _wrong(divisor=lambda d_model: 1.0),
+        "You counted only the n × d arrays and left out the two n × n matrices, the scores "
+        "and the weights: they are what makes attention's memory grow like n².",
+        lambda n, d, bytes_per_number: 4 * n * d * bytes_per_number,
     ),
     Mistake(
-        "You split the heads with `reshape(n_heads, n, d_head)` and merged them back with "
-        "`reshape(n, d_model)`, without transposing. A reshape keeps the numbers in memory "
-        "order, row after row of Q, so each 'head' mixes pieces of different tokens. Reshape "
-        "to (n, n_heads, d_head) first, then move the head axis to the front with "
-        "`.transpose(1, 0, 2)`; to merge, transpose back before reshaping to (n, d_model).",
-        _wrong(split=_split_no_transpose, merge=_merge_no_transpose),
+        "You multiplied each n × n matrix by d: that counts the multiply-adds that make the "
+        "scores (work), not the numbers stored (memory). The scores matrix holds n² numbers.",
+        lambda n, d, bytes_per_number: (2 * n * n * d + 4 * n * d) * bytes_per_number,
     ),
     Mistake(
-        "You split the heads with `reshape(n_heads, n, d_head)`, without transposing. A "
-        "reshape keeps the numbers in memory order, row after row of Q, so each 'head' mixes "
-        "pieces of different tokens. Reshape to (n, n_heads, d_head), then "
-        "`.transpose(1, 0, 2)`.",
-        _wrong(split=_split_no_transpose),
-    ),
-    Mistake(
-        "Your heads are right, but you merged them with `heads.reshape(n, d_model)` straight "
-        "from shape (n_heads, n, d_head). A reshape keeps memory order, so the rows get mixed "
-        "up across tokens. Transpose to (n, n_heads, d_head) first, `heads.transpose(1, 0, "
-        "2).reshape(n, d_model)`, or `np.concatenate(list_of_heads, axis=-1)`.",
-        _wrong(merge=_merge_no_transpose),
-    ),
-    Mistake(
-        "Your heads take every n_heads-th column (columns h, h + n_heads, …), as "
-        "`reshape(n, d_head, n_heads)` does. " + _HEAD_COLUMNS,
-        _wrong(split=_split_strided, merge=_merge_strided),
-    ),
-    Mistake(
-        "Inside each head, your softmax runs down the columns (over the queries). Each "
-        "query's row of weights must sum to 1: softmax over the last axis, `axis=-1`.",
-        _wrong(weights=_softmax_each_column),
-    ),
-    Mistake(
-        "You multiplied by W_O transposed: the concatenated heads (n, d_model) times W_O "
-        "(d_model, d_model) is `heads @ W_O`, not `heads @ W_O.T`.",
-        _wrong(project=lambda heads, W_O: heads @ W_O.T),
+        "You counted numbers, not bytes: multiply by bytes_per_number (4 for float32, 2 for "
+        "a 16-bit format).",
+        lambda n, d, bytes_per_number: 2 * n * n + 4 * n * d,
     ),
 )
 
@@ -352,20 +279,14 @@ def _sum_hint(got, want, inputs):
 
 register(
     LESSON,
-    solutions.multi_head_attention,
-    "multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads) -> concat(head_1, …, head_H) W_O, "
-    "shape (n, d_model)",
+    solutions.attention_peak_bytes,
+    "attention_peak_bytes(n, d, bytes_per_number) -> bytes of S, P, Q, K, V and O",
     ArrayCheck(
-        mha_cases,
-        reference=multi_head_attention,
-        shape_rule="one row per token and d_model columns, like X: (n, d_model)",
-        mistakes=MHA_MISTAKES,
-        shape_hint=(
-            "X is (n, d_model). Each head's Q, K and V are (n, d_head) with "
-            "d_head = d_model // n_heads, and each head's output is (n, d_head); side "
-            "by side the heads are (n, d_model) again, and `@ W_O` keeps that shape."
-        ),
-        shown_inputs=("X", "n_heads"),
+        peak_cases,
+        reference=attention_peak_bytes,
+        shape_rule="one number of bytes, not an array",
+        mistakes=PEAK_MISTAKES,
+        hints=(_ratio_hint,),
     ),
 )
 register(

@@ -1,13 +1,12 @@
-"""Experiments and figures for the full-attention lesson: heads, masks, patterns, cost, tiling.
+"""Experiments and figures for the lesson on cost, tiling and precision.
 
-What is here: constructions of queries and keys that give the classic attention
-patterns; dropout on the weights; the size of a key/value cache; measurements
-of the time and memory of :func:`attnlab.attention` and :func:`attnlab.tiled_attention`
-as the sequence grows; the online softmax written out block by block; and a
-bfloat16 emulation in NumPy. The figure functions only draw numbers the
-notebook computed in the cell that calls them.
+What is here: measurements of the time and memory of :func:`attnlab.attention` and
+:func:`attnlab.tiled_attention` as the sequence grows; the bytes plain attention
+holds at its peak; the online softmax written out block by block; and a bfloat16
+emulation in NumPy. The figure functions only draw numbers the notebook computed
+in the cell that calls them.
 
-Lesson: ``notebooks/06_full_attention.ipynb``.
+Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
 """
 
 from __future__ import annotations
@@ -22,225 +21,8 @@ import numpy as np
 
 from .. import plots
 from ..attention import attention
-from ..softmax import entropy, softmax
+from ..softmax import softmax
 from ..tiled import tiled_attention
-
-# ----------------------------------------------------------------------------- patterns
-
-PATTERNS = ("local", "vertical", "horizontal", "block", "global")
-SHARPNESS = 4.0  # β: how much higher a preferred key scores than the others
-SEGMENT = 4  # tokens per segment of the block pattern
-WIDE_QUERY = 5  # the query that attends uniformly in the horizontal pattern
-GLOBAL_TOKEN = 0  # the token that sees and is seen by every token in the global pattern
-N_FREQUENCIES = 4
-
-
-def position_features(n: int, n_frequencies: int = N_FREQUENCIES) -> np.ndarray:
-    """Sinusoidal position codes of unit length: ``p_i = (cos ω_f i, sin ω_f i)_f / √F``.
-
-    With frequencies ``ω_f = π / 2^f`` (f = 1 … F), the dot product
-    ``p_i · p_j = (1/F) Σ_f cos(ω_f (i − j))`` depends only on the distance
-    ``i − j`` and is largest (1) at distance 0.
-
-    Shapes: returns ``(n, 2F)``.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
-    """
-    pos = np.arange(n)[:, None]
-    freqs = np.pi / 2.0 ** np.arange(1, n_frequencies + 1)
-    return np.hstack([np.cos(pos * freqs), np.sin(pos * freqs)]) / np.sqrt(n_frequencies)
-
-
-def pattern_qk(name: str, n: int = 12) -> tuple[np.ndarray, np.ndarray]:
-    """Queries and keys whose weights ``softmax(β Q Kᵀ)`` show one classic pattern.
-
-    - ``local``: Q = K = sinusoidal position codes; the score falls with |i − j|.
-    - ``vertical``: every query is the same direction u, and only key 0 has it
-      (an "attention sink" on the first token): a column.
-    - ``horizontal``: each query looks one token back (one-hot codes, query i equal
-      to key i − 1), except query ``WIDE_QUERY``, which is zero and so spreads its
-      weight evenly over the whole sequence: a row.
-    - ``block``: one-hot of the segment (``SEGMENT`` tokens each): uniform
-      within a segment, almost nothing outside.
-    - ``global`` (as in Longformer and BigBird): the local pattern, plus one global
-      token, ``GLOBAL_TOKEN``, that attends to every token (its query is zero) and that
-      every token attends to (its key is a direction that every query shares, so every
-      query scores it as high as its own position): a row plus a column on top of the band.
-
-    Shapes: returns Q ``(n, d)`` and K ``(n, d)``; n ≥ 6.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
-    """
-    pos = np.arange(n)
-    if name == "local":
-        P = position_features(n)
-        return P, P
-    if name == "vertical":
-        return np.ones((n, 1)), (pos == 0).astype(float)[:, None]
-    if name == "horizontal":
-        onehot = np.eye(n)
-        previous = onehot[np.maximum(pos - 1, 0)]  # query i = key i - 1
-        return previous * (pos != WIDE_QUERY)[:, None], onehot
-    if name == "block":
-        segment = np.eye(-(-n // SEGMENT))[pos // SEGMENT]
-        return segment, segment
-    if name == "global":
-        P = position_features(n)
-        is_global = (pos == GLOBAL_TOKEN).astype(float)[:, None]
-        Q = np.hstack([P, np.ones((n, 1))]) * (1 - is_global)  # the global query is zero
-        # The global key is the shared direction alone: every query scores it as high as
-        # its own position, wherever it is.
-        K = np.hstack([P * (1 - is_global), is_global])
-        return Q, K
-    raise ValueError(f"Unknown pattern {name!r}; choose one of {', '.join(PATTERNS)}.")
-
-
-def pattern_weights(Q, K, beta: float = SHARPNESS) -> np.ndarray:
-    """The weights ``softmax(β Q Kᵀ)``, one row per query.
-
-    β stands for everything that multiplies the raw dot products: the 1/√d_k,
-    the size of learned projections, and 1/temperature.
-
-    Shapes: Q ``(n_q, d)``, K ``(n_k, d)`` → ``(n_q, n_k)``.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
-    """
-    return softmax(beta * (np.asarray(Q, float) @ np.asarray(K, float).T))
-
-
-def row_entropy(W) -> np.ndarray:
-    """Entropy of each row in nats, ``-Σ_j w_j log w_j`` (0 log 0 = 0): 0 one-hot, log n uniform.
-
-    Shapes: ``(..., n)`` → ``(...)``.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
-    """
-    return entropy(np.asarray(W, dtype=float))
-
-
-def plot_patterns(weights: dict, suptitle: str = ""):
-    """The weight matrices of several patterns side by side, on one 0..1 colour scale.
-
-    Shapes: each value of ``weights`` is ``(n, n)``; the keys are the panel titles.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
-    """
-    fig, axs = plt.subplots(
-        1, len(weights), figsize=(2.6 * len(weights) + 0.6, 3.2), layout="constrained"
-    )
-    for k, (ax, (title, W)) in enumerate(zip(np.atleast_1d(axs), weights.items(), strict=True)):
-        n_q, n_k = np.shape(W)
-        heat = plots.heatmap(
-            W, ax, title=title, vmin=0.0, vmax=1.0, annotate=False, colorbar=k == len(weights) - 1
-        )
-        ticks = range(0, max(n_q, n_k), 3)
-        ax.set_xticks([t for t in ticks if t < n_k], [t for t in ticks if t < n_k])
-        ax.set_yticks([t for t in ticks if t < n_q], [t for t in ticks if t < n_q])
-        ax.set_aspect("equal")
-        if k:
-            ax.set_ylabel("")
-        if heat.colorbar is not None:
-            heat.colorbar.set_label("weight")
-    if suptitle:
-        fig.suptitle(suptitle)
-    return fig
-
-
-# ------------------------------------------------------------------------------- masks
-
-
-def padding_mask(lengths, n: int) -> np.ndarray:
-    """Which keys are real tokens: ``mask[b, j] = j < lengths[b]``.
-
-    Shapes: ``lengths`` ``(batch,)`` → bool ``(batch, n)``. Add axes with
-    ``mask[:, None, :]`` so it broadcasts over the queries, or
-    ``mask[:, None, None, :]`` over heads and queries.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
-    """
-    lengths = np.asarray(lengths)
-    return np.arange(n)[None, :] < lengths[:, None]
-
-
-def plot_masks(panels: dict, weights=None, weights_title: str = "weights"):
-    """Bool masks (True = may attend) as 0/1 heatmaps, and optionally the weights they give.
-
-    Shapes: each mask in ``panels`` and ``weights`` is ``(n_q, n_k)``.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
-    """
-    count = len(panels) + (weights is not None)
-    fig, axs = plt.subplots(1, count, figsize=(2.9 * count + 0.5, 3.1), layout="constrained")
-    axs = np.atleast_1d(axs)
-    for k, (ax, (title, mask)) in enumerate(zip(axs, panels.items(), strict=False)):
-        mask = np.asarray(mask, dtype=bool)
-        heat = plots.heatmap(
-            mask.astype(float),
-            ax,
-            title=title,
-            cmap="Blues",
-            vmin=0,
-            vmax=1.6,
-            fmt="{:.0f}",
-            colorbar=False,
-        )
-        for text, keep in zip(heat.texts, mask.ravel(), strict=True):
-            text.set_color("white" if keep else "black")
-        if k:
-            ax.set_ylabel("")
-    if weights is not None:
-        plots.heatmap(weights, axs[-1], title=weights_title, vmin=0, vmax=1, fmt="{:.2f}")
-        axs[-1].set_ylabel("")
-        for text in axs[-1].texts:
-            text.set_fontsize(6)
-    return fig
-
-
-# ----------------------------------------------------------------------------- dropout
-
-
-def dropout(weights, p: float, rng: np.random.Generator) -> np.ndarray:
-    """Attention dropout at training time: zero each weight with probability p, scale the rest.
-
-    Formula: ``w_j · b_j / (1 − p)`` with ``b_j ~ Bernoulli(1 − p)``; since
-    ``E[b_j] = 1 − p`` the expected value of every weight is unchanged. At
-    evaluation time dropout is the identity.
-
-    Shapes: any; the result has the shape of ``weights``.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
-    """
-    if not 0 <= p < 1:
-        raise ValueError(f"p must be in [0, 1), got {p}.")
-    weights = np.asarray(weights, dtype=float)
-    keep = rng.random(weights.shape) >= p
-    return np.where(keep, weights / (1 - p), 0.0)
-
-
-def plot_dropout(rows: dict):
-    """Rows of weights as strips of cells (0 white … 1 dark), one strip per entry.
-
-    Shapes: each value is a 1-D row of the same length n; values above 1 (dropout
-    rescales the survivors) are written in the cell and drawn as fully dark.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
-    """
-    fig, axs = plt.subplots(
-        len(rows), 1, figsize=(7.5, 0.95 * len(rows) + 0.4), layout="constrained"
-    )
-    for ax, (title, row) in zip(np.atleast_1d(axs), rows.items(), strict=True):
-        plots.weight_strip(row, ax, title=title, xlabel="", fmt="{:.2f}")
-        ax.title.set_fontsize(9)
-        for text in ax.texts:
-            text.set_fontsize(7)
-    np.atleast_1d(axs)[-1].set_xlabel("key")
-    return fig
-
-
-# --------------------------------------------------------------------------- KV cache
-
-
-def kv_cache_floats(n_tokens: int, n_kv_heads: int, d_head: int, n_layers: int = 1) -> int:
-    """How many numbers a key/value cache holds: ``2 · layers · tokens · H_kv · d_head``.
-
-    The 2 counts keys and values. Query heads don't appear: with multi-query
-    (H_kv = 1) or grouped-query attention, several query heads read one cached
-    key/value head.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
-    """
-    return 2 * n_layers * n_tokens * n_kv_heads * d_head
-
 
 # ------------------------------------------------------------------------------- cost
 
@@ -253,7 +35,7 @@ def peak_bytes(fn, *args, **kwargs) -> int:
     The garbage collector is run first and paused during the call: otherwise it
     may free earlier garbage (a notebook's closed figures, say) in the middle of
     the call, and the figure would depend on when it happened to run.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     was_tracing, was_collecting = tracemalloc.is_tracing(), gc.isenabled()
     gc.collect()
@@ -299,7 +81,7 @@ def measure_cost(ns, d: int = 64, repeats: int = 5, budget: float = 0.3) -> Cost
     caches.
 
     Shapes: ``ns`` a list of sequence lengths; Q, K, V are (n, d) each.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     ns = np.asarray(ns, dtype=int)
     seconds, peaks = [], []
@@ -324,7 +106,7 @@ def measure_cost(ns, d: int = 64, repeats: int = 5, budget: float = 0.3) -> Cost
 def tiled_peaks(ns, d: int = 64, block_size: int = 128) -> np.ndarray:
     """Peak bytes of :func:`attnlab.tiled_attention` for each n (float32, Q, K, V (n, d)).
 
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     peaks = []
     for n in np.asarray(ns, dtype=int):
@@ -337,10 +119,23 @@ def fitted_slope(ns, values) -> float:
     """The slope of the straight line through ``(log n, log value)``: the power p in value ∝ n^p.
 
     Fitted by least squares, ``np.polyfit(log n, log value, 1)``.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     slope, _ = np.polyfit(np.log(np.asarray(ns, float)), np.log(np.asarray(values, float)), 1)
     return float(slope)
+
+
+def attention_peak_bytes(n: int, d: int, bytes_per_number: int) -> int:
+    """Bytes plain attention holds at its peak, for n queries and n keys of width d.
+
+    Formula: ``(2 n² + 4 n d) · bytes_per_number``: the scores S and the weights P,
+    two n × n matrices alive at once inside the softmax, plus the four n × d arrays
+    Q, K, V and the output O. For long sequences the n² part is nearly all of it.
+
+    Shapes: numbers in, one whole number of bytes out.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    return (2 * n * n + 4 * n * d) * bytes_per_number
 
 
 def _fit_line(ax, ns, values, color, label):
@@ -372,7 +167,7 @@ def plot_cost(cost: Cost):
     """Time and peak memory of attention (weights returned) against n on log-log axes, with fits.
 
     A straight line of slope p on log-log axes means the quantity grows like n^p.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9.5, 3.5), layout="constrained")
     _fit_line(ax_t, cost.ns, cost.seconds * 1e3, plots.ACCENT, "measured")
@@ -394,7 +189,7 @@ def plot_memory(ns, full, tiled):
     """Peak memory of full attention (weights returned) and of tiled attention against n.
 
     Shapes: ``ns``, ``full`` and ``tiled`` (bytes) have one entry per sequence length.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     fig, ax = plt.subplots(figsize=(6.2, 3.6), layout="constrained")
     _fit_line(ax, ns, np.asarray(full) / 2**20, plots.SECOND, "attention, weights returned")
@@ -404,6 +199,27 @@ def plot_memory(ns, full, tiled):
 
 
 # ---------------------------------------------------------------------- online softmax
+
+
+EXAMPLE_SEED = 64
+EXAMPLE_BLOCK_SIZE = 4
+
+
+def example_row() -> tuple[np.ndarray, np.ndarray]:
+    """One query's 12 scores and one value number per key, with a late, large score.
+
+    Scores are normal with standard deviation 2 and values standard normal, both rounded
+    to one decimal (seed ``EXAMPLE_SEED``); score 9 is set to 6.0, so the running
+    maximum jumps in the last block of 4.
+
+    Shapes: returns scores ``(12,)`` and values ``(12,)``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    rng = np.random.default_rng(EXAMPLE_SEED)
+    scores = np.round(rng.normal(scale=2.0, size=12), 1)
+    values = np.round(rng.normal(size=12), 1)
+    scores[9] = 6.0
+    return scores, values
 
 
 @dataclass
@@ -427,7 +243,7 @@ def online_softmax_steps(scores, values, block_size: int) -> list[OnlineStep]:
     ``o / l`` is the attention output and ``e^{s − m} / l`` the weights.
 
     Shapes: ``scores`` ``(n,)``, ``values`` ``(n,)`` or ``(n, d_v)``.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     s = np.asarray(scores, dtype=float)
     v = np.asarray(values, dtype=float)
@@ -458,7 +274,7 @@ def to_bfloat16(x) -> np.ndarray:
     bits. Too large a value rounds to ±inf, like a real bfloat16; NaN stays NaN.
 
     Shapes: any; the result has the shape of ``x`` and dtype float32.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     x32 = np.array(x, dtype=np.float32, ndmin=1, copy=True)
     bits = x32.view(np.uint32)
@@ -490,7 +306,7 @@ def rounding_errors(Q, K, V, scale: float) -> dict[str, tuple[float, float]]:
     relative to the output's root mean square)}``.
 
     Shapes: Q ``(n_q, d_k)``, K ``(n_k, d_k)``, V ``(n_k, d_v)``.
-    Lesson: ``notebooks/06_full_attention.ipynb``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     S = scale * (Q @ K.T)

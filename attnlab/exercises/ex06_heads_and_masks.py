@@ -1,0 +1,420 @@
+"""Exercises ``multi_head_attention``, ``kv_cache_bytes`` and ``padding_causal_mask``.
+
+``multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads)``: split the projected
+queries, keys and values into heads, attend within each head, put the heads
+side by side and multiply by W_O. ``kv_cache_bytes(n_layers, n_tokens, n_heads,
+n_kv_heads, d_head, bytes_per_number)``: the size of a key/value cache, where only
+the key/value heads count. ``padding_causal_mask(lengths, n)``: a batch's padding
+mask on the key axis, combined with the causal mask by AND.
+
+Lesson: ``notebooks/06_heads_and_masks.ipynb``.
+"""
+
+from typing import Any
+
+import numpy as np
+
+from ..multihead import merge_heads as _merge
+from ..multihead import multi_head_attention
+from ..multihead import split_heads as _split
+from . import solutions
+from .arrays import ArrayCheck, Case, Mistake, readable, softmax_columns, softmax_rows
+from .messages import Fail
+from .registry import register
+
+LESSON = "notebooks/06_heads_and_masks.ipynb"
+
+# --------------------------------------------------------- multi_head_attention
+
+
+def _split_no_transpose(M, n_heads):
+    n, width = M.shape
+    return M.reshape(n_heads, n, width // n_heads)
+
+
+def _merge_no_transpose(heads):
+    h, n, d = heads.shape
+    return heads.reshape(n, h * d)
+
+
+def _split_strided(M, n_heads):
+    """Head h gets every H-th column: h, h + H, h + 2H, …"""
+    n, width = M.shape
+    return M.reshape(n, width // n_heads, n_heads).transpose(2, 0, 1)
+
+
+def _merge_strided(heads):
+    h, n, d = heads.shape
+    return heads.transpose(1, 2, 0).reshape(n, d * h)
+
+
+def _wrong(*, split=_split, merge=_merge, one_head=False, divisor=None, weights=softmax_rows,
+           project=lambda heads, W_O: heads @ W_O):  # fmt: skip
+    """Multi-head attention with one part done wrong: the split or merge of the heads, the
+    number of heads, the scale (``divisor(d_model)`` instead of d_head), the softmax or
+    the output projection."""
+
+    def compute(X, W_Q, W_K, W_V, W_O, n_heads):
+        Q, K, V = (split(X @ W, 1 if one_head else n_heads) for W in (W_Q, W_K, W_V))
+        d = Q.shape[-1] if divisor is None else divisor(W_Q.shape[1])
+        return project(merge(weights(Q @ K.transpose(0, 2, 1) / np.sqrt(d)) @ V), W_O)
+
+    return compute
+
+
+def _softmax_each_column(S):
+    return np.stack([softmax_columns(s) for s in S])
+
+
+def mha_cases() -> list[Case]:
+    rng = np.random.default_rng(606)
+    shapes = [
+        ("X (5×6), d_model = 6, n_heads = 2, so d_head = 3", 5, 6, 2),
+        ("X (4×8), d_model = 8, n_heads = 4, so d_head = 2", 4, 8, 4),
+        ("X (6×6), d_model = 6, n_heads = 3, so d_head = 2", 6, 6, 3),
+        ("X (3×4), d_model = 4, a single head (n_heads = 1)", 3, 4, 1),
+    ]
+    cases = []
+    for label, n, d_model, n_heads in shapes:
+        inputs: dict[str, Any] = {"X": readable(rng, n, d_model)}
+        for name in ("W_Q", "W_K", "W_V", "W_O"):
+            inputs[name] = readable(rng, d_model, d_model, scale=0.7)
+        inputs["n_heads"] = n_heads
+        cases.append(Case(label, inputs))
+    return cases
+
+
+_HEAD_COLUMNS = (
+    "Head h owns the block of columns h·d_head to (h+1)·d_head − 1 of Q = X W_Q (and of K "
+    "and V): `Q[:, h*d_head:(h+1)*d_head]`, or all heads at once with "
+    "`Q.reshape(n, n_heads, d_head).transpose(1, 0, 2)`."
+)
+
+MHA_MISTAKES = (
+    Mistake(
+        "You returned the heads side by side but forgot the output projection: multiply the "
+        "concatenated heads, shape (n, d_model), by W_O. W_O is what lets the heads' results "
+        "mix into every output feature.",
+        _wrong(project=lambda heads, W_O: heads),
+    ),
+    Mistake(
+        "You ran one attention over all d_model columns instead of splitting them into "
+        "n_heads heads. Each head attends with its own d_head = d_model / n_heads columns and "
+        "its own weights. " + _HEAD_COLUMNS,
+        _wrong(one_head=True),
+    ),
+    Mistake(
+        "You scaled each head's scores by √d_model instead of √d_head. Inside a head the dot "
+        "products have d_head terms, so divide by `np.sqrt(d_head)` with "
+        "d_head = d_model // n_heads.",
+        _wrong(divisor=lambda d_model: d_model),
+    ),
+    Mistake(
+        "You forgot to scale each head's scores: divide Q Kᵀ by √d_head before the softmax.",
+        _wrong(divisor=lambda d_model: 1.0),
+    ),
+    Mistake(
+        "You split the heads with `reshape(n_heads, n, d_head)` and merged them back with "
+        "`reshape(n, d_model)`, without transposing. A reshape keeps the numbers in memory "
+        "order, row after row of Q, so each 'head' mixes pieces of different tokens. Reshape "
+        "to (n, n_heads, d_head) first, then move the head axis to the front with "
+        "`.transpose(1, 0, 2)`; to merge, transpose back before reshaping to (n, d_model).",
+        _wrong(split=_split_no_transpose, merge=_merge_no_transpose),
+    ),
+    Mistake(
+        "You split the heads with `reshape(n_heads, n, d_head)`, without transposing. A "
+        "reshape keeps the numbers in memory order, row after row of Q, so each 'head' mixes "
+        "pieces of different tokens. Reshape to (n, n_heads, d_head), then "
+        "`.transpose(1, 0, 2)`.",
+        _wrong(split=_split_no_transpose),
+    ),
+    Mistake(
+        "Your heads are right, but you merged them with `heads.reshape(n, d_model)` straight "
+        "from shape (n_heads, n, d_head). A reshape keeps memory order, so the rows get mixed "
+        "up across tokens. Transpose to (n, n_heads, d_head) first, `heads.transpose(1, 0, "
+        "2).reshape(n, d_model)`, or `np.concatenate(list_of_heads, axis=-1)`.",
+        _wrong(merge=_merge_no_transpose),
+    ),
+    Mistake(
+        "Your heads take every n_heads-th column (columns h, h + n_heads, …), as "
+        "`reshape(n, d_head, n_heads)` does. " + _HEAD_COLUMNS,
+        _wrong(split=_split_strided, merge=_merge_strided),
+    ),
+    Mistake(
+        "Inside each head, your softmax runs down the columns (over the queries). Each "
+        "query's row of weights must sum to 1: softmax over the last axis, `axis=-1`.",
+        _wrong(weights=_softmax_each_column),
+    ),
+    Mistake(
+        "You multiplied by W_O transposed: the concatenated heads (n, d_model) times W_O "
+        "(d_model, d_model) is `heads @ W_O`, not `heads @ W_O.T`.",
+        _wrong(project=lambda heads, W_O: heads @ W_O.T),
+    ),
+)
+
+# --------------------------------------------------------------- kv_cache_bytes
+
+
+def kv_cases() -> list[Case]:
+    def case(label, n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number):
+        return Case(
+            label,
+            {
+                "n_layers": n_layers,
+                "n_tokens": n_tokens,
+                "n_heads": n_heads,
+                "n_kv_heads": n_kv_heads,
+                "d_head": d_head,
+                "bytes_per_number": bytes_per_number,
+            },
+        )
+
+    return [
+        case(
+            "grouped-query: 32 layers, 4096 tokens, 32 query heads sharing 8 key/value "
+            "heads, d_head = 128, float32 (4 bytes)",
+            32,
+            4096,
+            32,
+            8,
+            128,
+            4,
+        ),  # fmt: skip
+        case(
+            "multi-query: 6 layers, 100 tokens, 12 query heads sharing 1 key/value head, "
+            "d_head = 64, float16 (2 bytes)",
+            6,
+            100,
+            12,
+            1,
+            64,
+            2,
+        ),  # fmt: skip
+        case(
+            "multi-head: 3 layers, 10 tokens, 4 query heads with 4 key/value heads, "
+            "d_head = 8, 1 byte",
+            3,
+            10,
+            4,
+            4,
+            8,
+            1,
+        ),  # fmt: skip
+    ]
+
+
+def _ratio_hint(got, want, inputs):
+    """For a wrong count that no known mistake explains: how far off it is."""
+    if got.shape != () or not np.isfinite(got.astype(np.float64)) or float(want) == 0:
+        return None
+    ratio = float(got) / float(want)
+    return (
+        f"Your number is {ratio:.4g} times the right one. "
+        "Count a key vector and a value vector of d_head numbers for every token, every "
+        "key/value head and every layer, then multiply by the bytes per number."
+    )
+
+
+KV_MISTAKES = (
+    Mistake(
+        "You forgot the 2: the cache holds a key vector *and* a value vector for every "
+        "token, key/value head and layer, so it is twice the size of the keys alone.",
+        lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
+            n_layers * n_tokens * n_kv_heads * d_head * bytes_per_number
+        ),
+    ),
+    Mistake(
+        "You counted the query heads, n_heads. Only keys and values are cached, and with "
+        "grouped- or multi-query attention there are just n_kv_heads of them: several "
+        "query heads read the same cached key/value head. Use n_kv_heads.",
+        lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
+            2 * n_layers * n_tokens * n_heads * d_head * bytes_per_number
+        ),
+    ),
+    Mistake(
+        "You cached the queries too. Each query is used once, by its own token, so it is "
+        "not kept; only the keys and values are, 2 vectors per token and key/value head.",
+        lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
+            (2 * n_kv_heads + n_heads) * n_layers * n_tokens * d_head * bytes_per_number
+        ),
+    ),
+    Mistake(
+        "You forgot the layers: every layer has its own keys and values, so the cache of one "
+        "layer is multiplied by n_layers.",
+        lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
+            2 * n_tokens * n_kv_heads * d_head * bytes_per_number
+        ),
+    ),
+    Mistake(
+        "You counted numbers, not bytes: multiply by bytes_per_number (2 for a 16-bit "
+        "format, 4 for float32).",
+        lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
+            2 * n_layers * n_tokens * n_kv_heads * d_head
+        ),
+    ),
+    Mistake(
+        "You counted bits: bytes_per_number is already in bytes, so don't multiply by 8.",
+        lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
+            16 * n_layers * n_tokens * n_kv_heads * d_head * bytes_per_number
+        ),
+    ),
+)
+
+
+def kv_cache_bytes(n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number):
+    """The reference: ``2 · layers · tokens · H_kv · d_head · bytes``; n_heads plays no part."""
+    return 2 * n_layers * n_tokens * n_kv_heads * d_head * bytes_per_number
+
+
+# ---------------------------------------------------------- padding_causal_mask
+
+
+def mask_cases() -> list[Case]:
+    return [
+        Case(
+            "3 sequences of lengths 3, 1 and 4, padded to n = 4",
+            {"lengths": np.array([3, 1, 4]), "n": 4},
+        ),  # fmt: skip
+        Case(
+            "2 sequences of lengths 2 and 5, padded to n = 5", {"lengths": np.array([2, 5]), "n": 5}
+        ),  # fmt: skip
+        Case("1 sequence of length 1, padded to n = 3", {"lengths": np.array([1]), "n": 3}),
+    ]
+
+
+def _real_keys(lengths, n):
+    return np.arange(n)[None, :] < np.asarray(lengths)[:, None]
+
+
+def _causal(n):
+    return np.tril(np.ones((n, n), dtype=bool))
+
+
+def padding_causal_mask(lengths, n):
+    """The reference (as ``attnlab.lessons.heads_and_masks.padding_causal_mask``, which
+    needs matplotlib; the checker needs only NumPy)."""
+    return _real_keys(lengths, n)[:, None, :] & _causal(n)
+
+
+MASK_MISTAKES = (
+    Mistake(
+        "You combined the two masks with OR (`|`). A key must pass *both* tests, being a "
+        "real token and not being in the future, so combine them with AND (`&`): with OR, "
+        "a padding key in the past, or a future real key, gets through.",
+        lambda lengths, n: _real_keys(lengths, n)[:, None, :] | _causal(n),
+    ),
+    Mistake(
+        "Your padding mask runs along the query axis (rows) instead of the key axis "
+        "(columns), so the padding queries' rows are all False. Padding is about which "
+        "*keys* are real, so it must block columns: give it the shape (batch, 1, n), "
+        "`real[:, None, :]`, not (batch, n, 1). Padding queries keep their rows; their "
+        "outputs are simply ignored later.",
+        lambda lengths, n: _real_keys(lengths, n)[:, :, None] & _causal(n),
+    ),
+    Mistake(
+        "Your padding mask lets one padding key through: positions are counted from 0, so a "
+        "sequence of length L has real tokens 0 … L − 1, and key j is real when j < L, "
+        "not j ≤ L.",
+        lambda lengths, n: (
+            (np.arange(n)[None, :] <= np.asarray(lengths)[:, None])[:, None, :] & _causal(n)
+        ),
+    ),
+    Mistake(
+        "Your causal triangle is the wrong way round: query i (row i) may attend to keys "
+        "j ≤ i, the lower triangle with the diagonal, `j <= i` or "
+        "`np.tril(np.ones((n, n), dtype=bool))`.",
+        lambda lengths, n: _real_keys(lengths, n)[:, None, :] & _causal(n).T,
+    ),
+    Mistake(
+        "Your causal part leaves out the diagonal (j < i instead of j ≤ i): a token may "
+        "attend to itself, and without that the first query has no key at all.",
+        lambda lengths, n: _real_keys(lengths, n)[:, None, :] & np.tri(n, k=-1, dtype=bool),
+    ),
+    Mistake(
+        "Your mask has the padding but not the causal part: combine it with the lower "
+        "triangle, `real[:, None, :] & (j <= i)`, so no query sees a later key.",
+        lambda lengths, n: np.broadcast_to(
+            _real_keys(lengths, n)[:, None, :], (len(lengths), n, n)
+        ).copy(),
+    ),
+    Mistake(
+        "Your mask has the causal part but not the padding: key j must also be a real "
+        "token of its sequence, j < lengths[b].",
+        lambda lengths, n: np.broadcast_to(_causal(n), (len(lengths), n, n)).copy(),
+    ),
+)
+
+
+def _as_bool(got: np.ndarray, notes: list[str]) -> np.ndarray:
+    """Accept bool, or numbers that are all exactly 0 or 1 (with a note preferring bool)."""
+    if got.dtype == np.bool_:
+        return got
+    values = np.unique(got)
+    if got.dtype.kind in "iuf" and np.isin(values, (0, 1)).all():
+        note = (
+            f"Note: your mask holds 0/1 numbers (dtype {got.dtype}) rather than True/False. "
+            "That passes, but a bool mask is preferred: `&` means AND only on booleans. "
+            "Comparisons such as `j < length` give booleans directly."
+        )
+        if note not in notes:
+            notes.append(note)
+        return got.astype(bool)
+    shown = np.array2string(values[:6], precision=3)
+    raise Fail(
+        f"Your mask should hold only True and False (or 0 and 1), but it holds "
+        f"{shown}{' ...' if values.size > 6 else ''}."
+    )
+
+
+register(
+    LESSON,
+    solutions.multi_head_attention,
+    "multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads) -> concat(head_1, …, head_H) W_O, "
+    "shape (n, d_model)",
+    ArrayCheck(
+        mha_cases,
+        reference=multi_head_attention,
+        shape_rule="one row per token and d_model columns, like X: (n, d_model)",
+        mistakes=MHA_MISTAKES,
+        shape_hint=(
+            "X is (n, d_model). Each head's Q, K and V are (n, d_head) with "
+            "d_head = d_model // n_heads, and each head's output is (n, d_head); side "
+            "by side the heads are (n, d_model) again, and `@ W_O` keeps that shape."
+        ),
+        shown_inputs=("X", "n_heads"),
+    ),
+)
+register(
+    LESSON,
+    solutions.kv_cache_bytes,
+    "kv_cache_bytes(n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number) "
+    "-> bytes of the key/value cache",
+    ArrayCheck(
+        kv_cases,
+        reference=kv_cache_bytes,
+        shape_rule="one number of bytes, not an array",
+        mistakes=KV_MISTAKES,
+        hints=(_ratio_hint,),
+    ),
+)
+register(
+    LESSON,
+    solutions.padding_causal_mask,
+    "padding_causal_mask(lengths, n) -> bool (batch, n, n), True where key j < lengths[b] "
+    "and j ≤ query i",
+    ArrayCheck(
+        mask_cases,
+        reference=padding_causal_mask,
+        shape_rule=(
+            "one (n, n) mask per sequence, (batch, n, n): the padding mask as "
+            "(batch, 1, n) AND the causal (n, n) mask broadcast to that"
+        ),
+        mistakes=MASK_MISTAKES,
+        prepare=_as_bool,
+        shape_hint=(
+            "lengths is (batch,) and positions `np.arange(n)` are (n,): "
+            "`np.arange(n)[None, :] < lengths[:, None]` is (batch, n); add a query axis "
+            "with `[:, None, :]` before `&` with the (n, n) causal mask."
+        ),
+    ),
+)

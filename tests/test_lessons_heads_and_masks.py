@@ -1,0 +1,407 @@
+"""Tests for lesson 06's experiments (``attnlab.lessons.heads_and_masks``) and its exercises
+``multi_head_attention``, ``kv_cache_bytes`` and ``padding_causal_mask``
+(``attnlab.exercises.ex06_heads_and_masks``).
+"""
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+
+import attnlab
+from attnlab.exercises import check, exercise_ids, solution, solutions
+from attnlab.exercises import ex06_heads_and_masks as exercise
+from attnlab.exercises.registry import get_exercise
+from attnlab.lessons import heads_and_masks as lesson
+
+matplotlib.use("Agg")
+
+
+# ------------------------------------------------------------------ patterns
+
+
+def test_position_features_have_unit_length_and_depend_only_on_distance():
+    P = lesson.position_features(16)
+    assert P.shape == (16, 2 * lesson.N_FREQUENCIES)
+    np.testing.assert_allclose(np.linalg.norm(P, axis=1), 1.0)
+    G = P @ P.T
+    for offset in range(-15, 16):
+        diagonal = np.diagonal(G, offset)
+        np.testing.assert_allclose(diagonal, diagonal[0], atol=1e-12)
+    # Largest at distance 0, and the neighbours next.
+    assert np.all(np.argmax(G, axis=1) == np.arange(16))
+    assert G[8, 7] > np.delete(G[8], [7, 8, 9]).max()
+
+
+def test_each_pattern_has_its_shape():
+    n = 12
+    W = {name: lesson.pattern_weights(*lesson.pattern_qk(name, n)) for name in lesson.PATTERNS}
+    for Wp in W.values():
+        assert Wp.shape == (n, n)
+        np.testing.assert_allclose(Wp.sum(axis=1), 1.0)
+    assert np.all(np.argmax(W["local"], axis=1) == np.arange(n))
+    assert np.all(W["vertical"][:, 0] > 0.8)
+    beta = lesson.SHARPNESS
+    np.testing.assert_allclose(W["vertical"][:, 0], math.exp(beta) / (math.exp(beta) + n - 1))
+    np.testing.assert_allclose(W["horizontal"][lesson.WIDE_QUERY], 1 / n)
+    previous = np.maximum(np.arange(n) - 1, 0)
+    others = np.delete(W["horizontal"][np.arange(n), previous], lesson.WIDE_QUERY)
+    assert others.min() > 0.8  # every other query looks one token back
+    segments = np.arange(n) // lesson.SEGMENT
+    same = segments[:, None] == segments[None, :]
+    assert (W["block"] * same).sum(axis=1).min() > 0.95
+    # Global: the global token's row is uniform, and every other row gives its column as
+    # much as its own position, which is more than any other key gets.
+    g = lesson.GLOBAL_TOKEN
+    np.testing.assert_allclose(W["global"][g], 1 / n)
+    rows = np.delete(np.arange(n), g)
+    np.testing.assert_allclose(W["global"][rows, g], W["global"][rows, rows])
+    assert W["global"][rows, g].min() > 0.3
+    entropy = {name: lesson.row_entropy(Wp).mean() for name, Wp in W.items()}
+    assert max(entropy.values()) < math.log(n) - 0.5
+
+
+def test_block_pattern_with_a_short_last_segment_and_unknown_names():
+    Q, K = lesson.pattern_qk("block", 10)
+    assert Q.shape == (10, 3)
+    with pytest.raises(ValueError, match="Unknown pattern 'diagonal'"):
+        lesson.pattern_qk("diagonal")
+
+
+def test_row_entropy():
+    W = np.array([[1.0, 0.0, 0.0, 0.0], [0.25] * 4, [0.5, 0.5, 0.0, 0.0]])
+    np.testing.assert_allclose(lesson.row_entropy(W), [0.0, math.log(4), math.log(2)])
+
+
+# --------------------------------------------------------------- masks, dropout
+
+
+def test_padding_mask_from_lengths():
+    mask = lesson.padding_mask([3, 1, 4], 4)
+    assert mask.dtype == bool
+    np.testing.assert_array_equal(mask.astype(int), [[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1]])
+
+
+def test_dropout_keeps_the_expected_value():
+    rng = np.random.default_rng(0)
+    row = attnlab.softmax(np.array([2.0, 1.0, 0.0, -1.0, 3.0]))
+    draws = lesson.dropout(np.broadcast_to(row, (40000, 5)), 0.3, rng)
+    assert set(np.unique(draws[:, 0]).round(12)) == {0.0, round(row[0] / 0.7, 12)}
+    assert (draws == 0).mean() == pytest.approx(0.3, abs=0.01)
+    np.testing.assert_allclose(draws.mean(axis=0), row, atol=0.01)
+    np.testing.assert_array_equal(lesson.dropout(row, 0.0, rng), row)
+    with pytest.raises(ValueError, match="p must be in"):
+        lesson.dropout(row, 1.0, rng)
+
+
+def test_kv_cache_bytes():
+    assert lesson.kv_cache_bytes(1, 4096, 32, 128, 1) == 2 * 4096 * 32 * 128
+    assert lesson.kv_cache_bytes(32, 4096, 8, 128, 2) == 32 * 2 * 4096 * 8 * 128 * 2
+    assert lesson.kv_cache_bytes(3, 10, 32, 64, 4) == 32 * lesson.kv_cache_bytes(3, 10, 1, 64, 4)
+
+
+def test_padding_causal_mask_is_padding_and_causal():
+    lengths = np.array([3, 1, 4])
+    mask = lesson.padding_causal_mask(lengths, 4)
+    assert mask.shape == (3, 4, 4) and mask.dtype == bool
+    np.testing.assert_array_equal(
+        mask, lesson.padding_mask(lengths, 4)[:, None, :] & attnlab.causal_mask(4)
+    )
+    np.testing.assert_array_equal(mask, exercise.padding_causal_mask(lengths, 4))
+
+
+# -------------------------------------------------------------------- figures
+
+
+def test_figures_have_titles_and_labels():
+    n = 8
+    W = {name: lesson.pattern_weights(*lesson.pattern_qk(name, n)) for name in lesson.PATTERNS}
+    mask = attnlab.causal_mask(n)
+    figures = [
+        lesson.plot_patterns(W, suptitle="patterns"),
+        lesson.plot_masks({"causal": mask}, W["local"]),
+        lesson.plot_dropout({"row": W["local"][3], "dropped": W["local"][3] * 1.2}),
+    ]
+    for fig in figures:
+        for ax in fig.axes:
+            if ax.get_label() == "<colorbar>":
+                continue
+            assert ax.get_title(), ax
+            assert ax.get_xlabel() or ax.get_ylabel() or ax.get_title()
+        matplotlib.pyplot.close(fig)
+
+
+# ------------------------------------------------- exercise: multi_head_attention
+
+
+def mha_einsum(X, W_Q, W_K, W_V, W_O, n_heads):
+    n, d = X.shape
+    dh = d // n_heads
+    Q, K, V = ((X @ W).reshape(n, n_heads, dh) for W in (W_Q, W_K, W_V))
+    S = np.einsum("qhd,khd->hqk", Q, K) / np.sqrt(dh)
+    A = np.exp(S - S.max(axis=-1, keepdims=True))
+    A /= A.sum(axis=-1, keepdims=True)
+    return np.einsum("hqk,khd->qhd", A, V).reshape(n, d) @ W_O
+
+
+def mha_sum_of_projections(X, W_Q, W_K, W_V, W_O, n_heads):
+    # concat(heads) @ W_O is the sum of head_h @ (rows of W_O that belong to head h).
+    dh = W_Q.shape[1] // n_heads
+    total = 0
+    for h in range(n_heads):
+        c = slice(h * dh, (h + 1) * dh)
+        total = total + attnlab.attention(X @ W_Q[:, c], X @ W_K[:, c], X @ W_V[:, c]) @ W_O[c]
+    return total
+
+
+def mha_split_heads(X, W_Q, W_K, W_V, W_O, n_heads):
+    from attnlab.multihead import merge_heads, split_heads
+
+    heads = [split_heads(X @ W, n_heads) for W in (W_Q, W_K, W_V)]
+    return merge_heads(attnlab.attention(*heads)) @ W_O
+
+
+MHA_CORRECT = [
+    solutions.multi_head_attention,
+    mha_einsum,
+    mha_sum_of_projections,
+    mha_split_heads,
+    lambda X, W_Q, W_K, W_V, W_O, n_heads: attnlab.multi_head_attention(
+        X, W_Q, W_K, W_V, W_O, n_heads
+    ),
+    lambda *args: solutions.multi_head_attention(
+        *(a.astype(np.float32) for a in args[:5]), args[5]
+    ),
+    lambda *args: solutions.multi_head_attention(*args).tolist(),
+]
+
+
+@pytest.mark.parametrize("answer", MHA_CORRECT)
+def test_correct_multi_head_attention_answers_pass(answer):
+    result = check("multi_head_attention", answer)
+    assert result.passed, result.message
+    assert result.message.startswith("Well done!")
+
+
+def _softmax(S, axis=-1):
+    e = np.exp(S - S.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _mha(
+    X,
+    W_Q,
+    W_K,
+    W_V,
+    W_O,
+    n_heads,
+    *,
+    split="right",
+    merge="right",
+    divisor="head",
+    axis=-1,
+    project=True,
+    transpose_o=False,
+):
+    n, d = X.shape
+    dh = d // n_heads
+
+    def split_heads(M):
+        if split == "no transpose":
+            return M.reshape(n_heads, n, dh)
+        if split == "strided":
+            return M.reshape(n, dh, n_heads).transpose(2, 0, 1)
+        return M.reshape(n, n_heads, dh).transpose(1, 0, 2)
+
+    Q, K, V = (split_heads(X @ W) for W in (W_Q, W_K, W_V))
+    scale = {"head": np.sqrt(dh), "model": np.sqrt(d), "none": 1.0}[divisor]
+    heads = _softmax(Q @ K.transpose(0, 2, 1) / scale, axis=axis) @ V
+    if merge == "no transpose":
+        merged = heads.reshape(n, d)
+    elif split == "strided":
+        merged = heads.transpose(1, 2, 0).reshape(n, d)
+    else:
+        merged = heads.transpose(1, 0, 2).reshape(n, d)
+    if not project:
+        return merged
+    return merged @ (W_O.T if transpose_o else W_O)
+
+
+def _one_big_head(X, W_Q, W_K, W_V, W_O, n_heads):
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    return _softmax(Q @ K.T / np.sqrt(Q.shape[1])) @ V @ W_O
+
+
+MHA_MISTAKES = [
+    (lambda *a: _mha(*a, project=False), "forgot the output projection"),
+    (_one_big_head, "one attention over all d_model columns"),
+    (lambda *a: _mha(*a, divisor="model"), "√d_model instead of √d_head"),
+    (lambda *a: _mha(*a, divisor="none"), "forgot to scale"),
+    (lambda *a: _mha(*a, split="no transpose", merge="no transpose"), "without transposing"),
+    (lambda *a: _mha(*a, split="no transpose"), "`reshape(n_heads, n, d_head)`, without"),
+    (lambda *a: _mha(*a, merge="no transpose"), "merged them with `heads.reshape(n, d_model)`"),
+    (lambda *a: _mha(*a, split="strided"), "every n_heads-th column"),
+    (lambda *a: _mha(*a, axis=-2), "runs down the columns"),
+    (lambda *a: _mha(*a, transpose_o=True), "W_O transposed"),
+]
+
+
+@pytest.mark.parametrize(("answer", "phrase"), MHA_MISTAKES)
+def test_classic_multi_head_attention_mistakes_fail_and_are_named(answer, phrase):
+    result = check("multi_head_attention", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+    assert "Expected" in result.message and "Your `multi_head_attention` returned" in result.message
+
+
+def test_multi_head_attention_shape_errors_get_the_hint():
+    def averages_heads(X, W_Q, W_K, W_V, W_O, n_heads):
+        heads = _mha(X, W_Q, W_K, W_V, W_O, n_heads, project=False)
+        n, d = X.shape
+        return heads.reshape(n, n_heads, d // n_heads).mean(axis=1) @ W_O
+
+    message = check("multi_head_attention", averages_heads).message
+    assert "d_head = d_model // n_heads" in message
+
+
+# ------------------------------------------------------- exercise: kv_cache_bytes
+
+
+KV_CORRECT = [
+    solutions.kv_cache_bytes,
+    lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
+        n_layers * n_tokens * n_kv_heads * d_head * bytes_per_number * 2.0
+    ),
+    lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: np.prod(
+        [2, n_layers, n_tokens, n_kv_heads, d_head, bytes_per_number], dtype=np.int64
+    ),
+    lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: lesson.kv_cache_bytes(
+        n_layers, n_tokens, n_kv_heads, d_head, bytes_per_number
+    ),
+]
+
+
+@pytest.mark.parametrize("answer", KV_CORRECT)
+def test_correct_kv_cache_bytes_answers_pass(answer):
+    result = check("kv_cache_bytes", answer)
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize(
+    ("factor", "phrase"),
+    [
+        (lambda L, T, H, Hkv, d, b: L * T * Hkv * d * b, "forgot the 2"),
+        (lambda L, T, H, Hkv, d, b: 2 * L * T * H * d * b, "counted the query heads"),
+        (lambda L, T, H, Hkv, d, b: 2 * T * Hkv * d * b, "forgot the layers"),
+        (lambda L, T, H, Hkv, d, b: 2 * L * T * Hkv * d, "counted numbers, not bytes"),
+        (lambda L, T, H, Hkv, d, b: 3 * L * T * Hkv * d * b, "1.5 times the right one"),
+    ],
+)
+def test_classic_kv_cache_mistakes_fail_and_are_named(factor, phrase):
+    result = check("kv_cache_bytes", factor)
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+# -------------------------------------------------- exercise: padding_causal_mask
+
+
+def mask_loop(lengths, n):
+    out = np.zeros((len(lengths), n, n), dtype=bool)
+    for b, length in enumerate(lengths):
+        for i in range(n):
+            for j in range(n):
+                out[b, i, j] = j < length and j <= i
+    return out
+
+
+MASK_CORRECT = [
+    solutions.padding_causal_mask,
+    mask_loop,
+    lambda lengths, n: (
+        np.tril(np.ones((n, n), dtype=bool)) & (np.arange(n) < np.asarray(lengths)[:, None, None])
+    ),
+    lambda lengths, n: np.stack(
+        [np.tril(np.ones((n, n), dtype=bool)) & (np.arange(n) < length) for length in lengths]
+    ),
+    lambda lengths, n: solutions.padding_causal_mask(lengths, n).astype(int),
+    lambda lengths, n: lesson.padding_causal_mask(lengths, n),
+]
+
+
+@pytest.mark.parametrize("answer", MASK_CORRECT)
+def test_correct_padding_causal_mask_answers_pass(answer):
+    result = check("padding_causal_mask", answer)
+    assert result.passed, result.message
+
+
+def _real(lengths, n):
+    return np.arange(n)[None, :] < np.asarray(lengths)[:, None]
+
+
+MASK_MISTAKES = [
+    (lambda lengths, n: _real(lengths, n)[:, None, :] | attnlab.causal_mask(n), "with OR"),
+    (lambda lengths, n: _real(lengths, n)[:, :, None] & attnlab.causal_mask(n), "query axis"),
+    (
+        lambda lengths, n: (
+            (np.arange(n) <= np.asarray(lengths)[:, None])[:, None, :] & attnlab.causal_mask(n)
+        ),
+        "not j ≤ L",
+    ),
+    (
+        lambda lengths, n: _real(lengths, n)[:, None, :] & attnlab.causal_mask(n).T,
+        "wrong way round",
+    ),
+    (lambda lengths, n: _real(lengths, n), "(batch, n, n)"),
+    (lambda lengths, n: attnlab.causal_mask(n), "(batch, n, n)"),
+]
+
+
+@pytest.mark.parametrize(("answer", "phrase"), MASK_MISTAKES)
+def test_classic_padding_causal_mask_mistakes_fail_and_are_named(answer, phrase):
+    result = check("padding_causal_mask", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+def _not_written(*args):
+    raise NotImplementedError
+
+
+def test_odd_answers_fail_kindly():
+    assert "haven't written" in check("multi_head_attention", _not_written).message
+    assert "returned None" in check("kv_cache_bytes", lambda *a: None).message
+    assert "returned None" in check("padding_causal_mask", lambda lengths, n: None).message
+
+
+def test_exercises_are_registered_for_lesson_06_with_their_solutions():
+    for exercise_id in ("multi_head_attention", "kv_cache_bytes", "padding_causal_mask"):
+        assert exercise_id in exercise_ids()
+        assert get_exercise(exercise_id).lesson == "notebooks/06_heads_and_masks.ipynb"
+        code = solution(exercise_id)
+        assert code.startswith(f"def {exercise_id}(") and "return" in code
+    assert solution("multi_head_attention").uses == ("attention",)
+
+
+def test_every_mistake_differs_from_the_reference_on_some_case():
+    for cases, mistakes, reference in [
+        (exercise.mha_cases(), exercise.MHA_MISTAKES, attnlab.multi_head_attention),
+        (exercise.kv_cases(), exercise.KV_MISTAKES, solutions.kv_cache_bytes),
+        (exercise.mask_cases(), exercise.MASK_MISTAKES, lesson.padding_causal_mask),
+    ]:
+        for mistake in mistakes:
+            with np.errstate(all="ignore"):
+                differs = [
+                    not np.array_equal(
+                        np.asarray(mistake.compute(*c.inputs.values())),
+                        np.asarray(reference(*c.inputs.values())),
+                    )
+                    and not np.allclose(
+                        mistake.compute(*c.inputs.values()),
+                        reference(*c.inputs.values()),
+                        equal_nan=True,
+                    )
+                    for c in cases
+                ]
+            assert any(differs), mistake.message[:60]
