@@ -7,7 +7,8 @@ these pass too. Lessons: 00_start_here (scale_factor), 01_dot_product (scores),
 02_variance (scaled_scores, std_512), 03_scaling (entropy), 04_softmax (softmax,
 softmax_jacobian, causal_mask), 05_values (attention, masked_attention),
 06_full_attention (multi_head_attention, online_softmax), 07_does_scaling_matter
-(softmax_backward, attention_grad_q).
+(softmax_backward, attention_grad_q), 08_attention_family (alibi_bias,
+linear_attention).
 """
 
 import numpy as np
@@ -97,3 +98,19 @@ def attention_grad_q(Q, K, V, grad_O, scale):
     grad_P = grad_O @ V.T  # O = P V is a linear layer in P with weights V
     grad_S = softmax_backward(P, grad_P)  # back through each row's softmax
     return scale * grad_S @ K  # S = scale · Q Kᵀ is a linear layer in Q with weights scale · Kᵀ
+
+
+def alibi_bias(n, slope):
+    i = np.arange(n)
+    distance = np.abs(i[:, None] - i[None, :])  # |i - j|: queries down, keys across
+    return -slope * distance  # the further the key, the lower its score
+
+
+def linear_attention(Q, K, V):
+    def phi(x):  # elu(x) + 1: x + 1 for x > 0, e^x otherwise; always positive
+        return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
+
+    phi_q, phi_k = phi(Q), phi(K)
+    summary = phi_k.T @ V  # (d_k, d_v): every key and value at once, no n × n matrix
+    normaliser = phi_q @ phi_k.sum(axis=0)  # (n_q,): phi(q_i) · Σ_j phi(k_j)
+    return (phi_q @ summary) / normaliser[:, None]

@@ -23,6 +23,7 @@ FACTORIES = {
     "qkv_explorer": "values",
     "pattern_gallery": "full_attention",
     "ablation_curves": "ablation",
+    "family_explorer": "family",
 }
 
 __all__ = sorted(FACTORIES)
