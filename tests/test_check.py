@@ -113,6 +113,27 @@ def masked_fill(Q, K, V, mask):
     return stable_softmax(S) @ V
 
 
+def alibi_loop(n, slope):
+    return [[-slope * abs(i - j) for j in range(n)] for i in range(n)]
+
+
+def elu_plus_one(x):
+    return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
+
+
+def linear_attention_loop(Q, K, V):
+    """One query at a time, from the (d_k, d_v) summary: linear in memory too."""
+    phi_k = elu_plus_one(K)
+    summary, z = phi_k.T @ V, phi_k.sum(axis=0)
+    return np.array([elu_plus_one(q) @ summary / (elu_plus_one(q) @ z) for q in Q])
+
+
+def linear_attention_einsum(Q, K, V):
+    fq, fk = elu_plus_one(Q), elu_plus_one(K)
+    kv = np.einsum("nd,ne->de", fk, V)
+    return np.einsum("qd,de->qe", fq, kv) / np.einsum("qd,d->q", fq, fk.sum(0))[:, None]
+
+
 CORRECT = [
     ("scores", lambda Q, K: Q @ K.T),
     ("scores", scores_loop),
@@ -156,6 +177,15 @@ CORRECT = [
             stable_softmax(np.where(mask, Q @ K.T / np.sqrt(Q.shape[1]), -np.inf)) @ V
         ).astype(np.float32),
     ),
+    ("alibi_bias", alibi_loop),
+    ("alibi_bias", lambda n, slope: -slope * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))),
+    (
+        "alibi_bias",
+        lambda n, slope: (-slope * np.abs(np.arange(n)[:, None] - np.arange(n))).tolist(),
+    ),
+    ("linear_attention", linear_attention_loop),
+    ("linear_attention", linear_attention_einsum),
+    ("linear_attention", lambda Q, K, V: linear_attention_einsum(Q, K, V).astype(np.float32)),
     # Zeroing after the softmax is right when the rows are normalised again.
     (
         "masked_attention",

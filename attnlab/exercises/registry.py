@@ -86,7 +86,7 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = DEFAULT_TIME
         attnlab.check("softmax", softmax)
 
     Lessons: every notebook with exercises, ``notebooks/00_start_here.ipynb`` to
-    ``notebooks/08_does_scaling_matter.ipynb``.
+    ``notebooks/09_attention_family.ipynb``.
     """
     exercise = get_exercise(exercise_id)
     if timeout is not None and not (is_real_number(timeout) and timeout > 0):
@@ -111,7 +111,7 @@ def solution(exercise_id: str) -> SolutionCode:
         attnlab.solution("softmax")
 
     Lessons: every notebook with exercises, ``notebooks/00_start_here.ipynb`` to
-    ``notebooks/08_does_scaling_matter.ipynb``.
+    ``notebooks/09_attention_family.ipynb``.
     """
     exercise = get_exercise(exercise_id)
     known = set(_EXERCISES) - {exercise.id}

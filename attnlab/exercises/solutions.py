@@ -9,7 +9,8 @@ these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_prod
 (softmax, softmax_jacobian, causal_mask), 05_values (attention, masked_attention),
 06_heads_and_masks (multi_head_attention, kv_cache_bytes, padding_causal_mask),
 07_cost_and_tiling (attention_peak_bytes, online_softmax), 08_does_scaling_matter
-(softmax_backward, attention_grad_q).
+(softmax_backward, attention_grad_q), 09_attention_family (alibi_bias,
+linear_attention).
 """
 
 import numpy as np
@@ -150,3 +151,19 @@ def attention_grad_q(Q, K, V, grad_O, scale):
     grad_P = grad_O @ V.T  # O = P V is a linear layer in P with weights V
     grad_S = softmax_backward(P, grad_P)  # back through each row's softmax
     return scale * grad_S @ K  # S = scale · Q Kᵀ is a linear layer in Q with weights scale · Kᵀ
+
+
+def alibi_bias(n, slope):
+    i = np.arange(n)
+    distance = np.abs(i[:, None] - i[None, :])  # |i - j|: queries down, keys across
+    return -slope * distance  # the further the key, the lower its score
+
+
+def linear_attention(Q, K, V):
+    def phi(x):  # elu(x) + 1: x + 1 for x > 0, e^x otherwise; always positive
+        return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
+
+    phi_q, phi_k = phi(Q), phi(K)
+    summary = phi_k.T @ V  # (d_k, d_v): every key and value at once, no n × n matrix
+    normaliser = phi_q @ phi_k.sum(axis=0)  # (n_q,): phi(q_i) · Σ_j phi(k_j)
+    return (phi_q @ summary) / normaliser[:, None]

@@ -25,6 +25,7 @@ FACTORIES = {
     "online_softmax_stepper": "cost_and_tiling",
     "initial_attention": "ablation",
     "ablation_curves": "ablation",
+    "family_explorer": "family",
 }
 
 __all__ = sorted(FACTORIES)

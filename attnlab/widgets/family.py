@@ -1,0 +1,206 @@
+"""Family explorer: one set of queries and keys, mixed by softmax or by linear attention,
+with an ALiBi slope, a local window and a sharpness to move.
+
+Formula: with ``s_ij = c · q_i·k_j / √d`` (c the sharpness), the softmax weights are
+``softmax_j(s_ij − m |i − j|)`` over the keys inside the window ``|i − j| ≤ w``. The
+linear weights are ``φ(c q_i)·φ(k_j) · e^{−m |i − j|}`` over the same keys, each row
+divided by its sum, with ``φ(x) = elu(x) + 1``: the factor ``e^{−m |i − j|}`` is
+the softmax's added bias ``−m |i − j|`` written as a product (it needs the n × n
+matrix again, which is why real linear-attention models build their position
+information differently). Next to the weights, each row's entropy.
+
+Lesson: ``notebooks/09_attention_family.ipynb``.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+
+from .. import plots
+from ..softmax import entropy, softmax
+from ._base import CourseWidget
+from ._check import learner_array
+
+MIN_TOKENS, MAX_TOKENS = 4, 32
+MAX_DIM = 64
+DEFAULT_TOKENS, DEFAULT_DIM = 16, 8
+MIXINGS = ("softmax", "linear")
+
+
+def elu_feature(x: np.ndarray) -> np.ndarray:
+    """φ(x) = elu(x) + 1: x + 1 for x > 0, eˣ otherwise."""
+    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+
+
+def family_weights(
+    Q: np.ndarray, K: np.ndarray, mixing: str, slope: float, window: int, sharpness: float
+) -> np.ndarray:
+    """The explorer's weights for these settings (see the module docstring); ``(n, n)``.
+
+    Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    n, d = Q.shape
+    i = np.arange(n)
+    distance = np.abs(i[:, None] - i[None, :])
+    inside = distance <= window
+    if mixing == "softmax":
+        scores = sharpness * (Q @ K.T) / np.sqrt(d) - slope * distance
+        return softmax(scores, mask=inside)
+    kernel = (elu_feature(sharpness * Q) @ elu_feature(K).T) * np.exp(-slope * distance)
+    kernel = np.where(inside, kernel, 0.0)
+    return kernel / kernel.sum(axis=1, keepdims=True)
+
+
+class FamilyExplorer(CourseWidget):
+    """The weights of one mixing rule under an ALiBi slope, a window and a sharpness.
+
+    ``shown``: ``"weights"`` (n, n), ``"entropy"`` (n,), ``"largest"`` (n,), the largest
+    weight of each row, and ``"kept"``, the number of scores inside the window.
+    """
+
+    ncols = 2
+    figsize = (7.2, 3.3)
+    subplot_kw = {"gridspec_kw": {"width_ratios": [1.25, 1.0]}}
+
+    def __init__(self, Q: np.ndarray, K: np.ndarray) -> None:
+        self.Q, self.K = Q, K
+        self.n = Q.shape[0]
+        super().__init__()
+
+    def make_controls(self) -> dict[str, Any]:
+        wide = {"description_width": "initial"}
+        return {
+            "mixing": widgets.ToggleButtons(
+                options=list(MIXINGS), value="softmax", description="mixing"
+            ),
+            "slope": widgets.FloatSlider(
+                value=0.0,
+                min=0.0,
+                max=2.0,
+                step=0.05,
+                description="ALiBi slope m",
+                style=wide,
+                readout_format=".2f",
+            ),  # fmt: skip
+            "window": widgets.IntSlider(
+                value=self.n - 1, min=0, max=self.n - 1, description="window w", style=wide
+            ),
+            "sharpness": widgets.FloatLogSlider(
+                value=1.0,
+                base=2,
+                min=-2,
+                max=4,
+                step=0.25,
+                description="sharpness c",
+                style=wide,
+                readout_format=".2f",
+            ),  # fmt: skip
+        }
+
+    def arrange(self) -> list[Any]:
+        c = self.controls
+        return [
+            c["mixing"],
+            widgets.HBox([c["slope"], c["window"], c["sharpness"]]),
+            self.view.image,
+            self.readout,
+        ]
+
+    def draw(self, axes: np.ndarray) -> list[Any]:
+        ax_w, ax_h = axes[0]
+        n = self.n
+        log_n = float(np.log(n))
+        self.heat = plots.heatmap(
+            np.zeros((n, n)), ax_w, title="weights", vmin=0.0, vmax=1.0, annotate=False
+        )
+        ticks = range(0, n, 4 if n > 12 else 2)
+        ax_w.set_xticks(ticks, ticks)
+        ax_w.set_yticks(ticks, ticks)
+        ax_w.set_title(ax_w.get_title(), fontsize=10, pad=14)
+        self.bars = ax_h.barh(np.arange(n), np.zeros(n), color=plots.ACCENT, height=0.7)
+        ax_h.set_ylim(n - 0.5, -0.5)
+        ax_h.set_xlim(0, log_n * 1.3)
+        ax_h.set_yticks(ticks, ticks)
+        ax_h.axvline(log_n, color="grey", lw=1, ls=":")
+        ax_h.text(log_n, n - 0.6, " log n", color="grey", fontsize=7, va="bottom")
+        ax_h.set_title("entropy of each row", fontsize=10, pad=14)
+        ax_h.set_xlabel("nats")
+        ax_h.set_ylabel("query")
+        self.status = ax_h.text(
+            0.5, 1.015, "", transform=ax_h.transAxes, ha="center", va="bottom", fontsize=8,
+            color=plots.ACCENT,
+        )  # fmt: skip
+        self.title = ax_w.text(
+            0.5, 1.015, "", transform=ax_w.transAxes, ha="center", va="bottom", fontsize=8,
+            color=plots.ACCENT,
+        )  # fmt: skip
+        return [self.heat.image, self.bars, self.status, self.title]
+
+    def update(self, mixing: str, slope: float, window: int, sharpness: float) -> None:
+        W = family_weights(self.Q, self.K, mixing, slope, window, sharpness)
+        row_entropy = entropy(W)
+        largest = W.max(axis=1)
+        i = np.arange(self.n)
+        kept = int((np.abs(i[:, None] - i[None, :]) <= window).sum())
+        self.heat.update(W)
+        for bar, width in zip(self.bars.patches, row_entropy, strict=True):
+            bar.set_width(width)
+        self.status.set_text(
+            f"mean {row_entropy.mean():.2f} nats, mean largest {largest.mean():.2f}"
+        )
+        self.title.set_text(f"{mixing}: {kept} of {self.n * self.n} scores kept")
+        rule = (
+            "softmax(c q·k/√d − m|i − j|)"
+            if mixing == "softmax"
+            else "φ(c q)·φ(k) · e^(−m|i − j|), normalised, φ(x) = elu(x) + 1"
+        )
+        self.readout.value = (
+            f"<b>{html.escape(mixing)}</b>: weights ∝ {html.escape(rule)}, over the keys with "
+            f"|i − j| ≤ {window}."
+        )
+        self.shown = {"weights": W, "entropy": row_entropy, "largest": largest, "kept": kept}
+
+
+def _matrix(x: Any, name: str) -> np.ndarray:
+    arr = learner_array(x, name, ndim=2)
+    if not MIN_TOKENS <= arr.shape[0] <= MAX_TOKENS:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} rows; the explorer shows {MIN_TOKENS} to "
+            f"{MAX_TOKENS} tokens."
+        )
+    if not 1 <= arr.shape[1] <= MAX_DIM:
+        raise ValueError(f"{name} has {arr.shape[1]} columns; the explorer takes 1 to {MAX_DIM}.")
+    return arr
+
+
+def family_explorer(Q: Any = None, K: Any = None) -> FamilyExplorer:
+    """Softmax or linear attention on the same queries and keys, with ALiBi, a window, a sharpness.
+
+    ``Q``, ``K``: optional, your own queries and keys, both ``(n, d)`` with 4 to 32 rows
+    and at most 64 columns; by default 16 random tokens with d = 8 (seed 8). Nothing
+    is trained: the widget only recomputes the weights (see the module docstring for
+    the formulas). ``controls``: ``"mixing"`` (softmax or linear), ``"slope"`` (ALiBi's
+    m), ``"window"`` (w; w = n − 1 keeps every key), ``"sharpness"`` (c, multiplying
+    the queries).
+
+    Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    if (Q is None) != (K is None):
+        missing = "K" if K is None else "Q"
+        raise ValueError(f"Pass both Q and K for your own example; {missing} is missing.")
+    if Q is None:
+        rng = np.random.default_rng(8)
+        Q = rng.normal(size=(DEFAULT_TOKENS, DEFAULT_DIM))
+        K = rng.normal(size=(DEFAULT_TOKENS, DEFAULT_DIM))
+    else:
+        Q, K = _matrix(Q, "Q"), _matrix(K, "K")
+        if Q.shape != K.shape:
+            raise ValueError(
+                f"Q and K must have the same shape (n tokens, d features) for self-attention; "
+                f"Q has {Q.shape}, K has {K.shape}."
+            )
+    return FamilyExplorer(np.asarray(Q, dtype=float), np.asarray(K, dtype=float))

@@ -1,0 +1,191 @@
+"""Tests for the attention family lesson's functions (``attnlab.lessons.family``) and its
+exercises' checker.
+
+Lesson: ``notebooks/09_attention_family.ipynb``.
+"""
+
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import attnlab
+from attnlab.exercises import check, solutions
+from attnlab.exercises import ex09_family as ex
+from attnlab.lessons import family
+
+
+def test_additive_scores_match_a_loop_and_stay_below_the_l1_norm_of_v(rng):
+    Q, K = rng.normal(size=(3, 5)) * 10, rng.normal(size=(4, 5)) * 10
+    W_q, W_k, v = family.additive_params(5, 7, rng)
+    S = family.additive_scores(Q, K, W_q, W_k, v)
+    loop = [[v @ np.tanh(q @ W_q + k @ W_k) for k in K] for q in Q]
+    np.testing.assert_allclose(S, loop)
+    assert np.abs(S).max() <= np.abs(v).sum()
+
+
+def test_score_spreads_grow_like_root_d_k_for_the_dot_product_only():
+    s = family.score_spreads([16, 256])
+    np.testing.assert_allclose(s["dot"], [4, 16], rtol=0.1)
+    np.testing.assert_allclose(s["scaled"], 1, rtol=0.1)
+    assert (s["largest_additive"] <= s["bound"]).all() and (s["additive"] < 1).all()
+
+
+def test_score_costs():
+    c = family.score_costs(10, 20, d_k=4, d_a=3)
+    assert c["additive_params"] == 2 * 4 * 3 + 3
+    assert c["dot_madds"] == 10 * 20 * 4
+    assert c["additive_largest"] == 10 * 20 * 3
+
+
+def test_relative_bias_reads_the_table_by_distance():
+    table = np.arange(7.0)  # distances -3 … 3
+    B = family.relative_bias(4, table)
+    assert B[0, 0] == 3 and B[3, 0] == 6 and B[0, 3] == 0
+    with pytest.raises(ValueError, match="2n - 1"):
+        family.relative_bias(4, np.ones(5))
+
+
+def test_t5_buckets_follow_the_t5_rule():
+    # Exact below 8 (of 16 per direction), log-spaced up to 128, the last bucket after.
+    assert list(family.t5_bucket(-np.arange(8))) == list(range(8))
+    assert family.t5_bucket(np.array(-1000)) == 15
+    assert family.t5_bucket(np.array(3)) == 16 + 3
+    assert family.t5_bucket(np.array(0)) == 0
+    far = family.t5_bucket(-np.arange(200))
+    assert (np.diff(far) >= 0).all() and far.max() == 15
+    causal = family.t5_bucket(np.array([5, -5, -500]), bidirectional=False)
+    assert list(causal) == [0, 5, 31]
+
+
+def test_alibi_slopes_and_bias():
+    np.testing.assert_allclose(family.alibi_slopes(8), 2.0 ** -np.arange(1, 9))
+    np.testing.assert_allclose(family.alibi_slopes(4), 2.0 ** (-2 * np.arange(1, 5)))
+    B = family.alibi_bias(4, 0.5)
+    assert B[3, 0] == -1.5 and B[0, 3] == -1.5 and np.all(np.diag(B) == 0)
+    np.testing.assert_allclose(B, solutions.alibi_bias(4, 0.5))
+    np.testing.assert_allclose(B, ex.alibi_bias_reference(4, 0.5))
+
+
+def test_causal_masks_top_left_and_bottom_right():
+    np.testing.assert_array_equal(family.causal_lower_right(4, 4), attnlab.causal_mask(4))
+    M = family.causal_lower_right(2, 5)
+    np.testing.assert_array_equal(M.sum(axis=1), [4, 5])
+    assert attnlab.causal_mask(2, 5).sum() == 3
+
+
+@pytest.mark.parametrize("n", [10, 17, 40])
+@pytest.mark.parametrize("w", [0, 1, 3])
+def test_scores_kept_matches_the_masks(n, w):
+    assert family.scores_kept(n, "local", window=w) == family.local_mask(n, w).sum()
+    for g in (1, 2):
+        assert family.scores_kept(n, "global", window=w, n_global=g) == (
+            family.global_mask(n, w, range(g)).sum()
+        )
+    assert family.scores_kept(20, "block", block=5) == family.block_mask(20, 5).sum()
+    assert family.scores_kept(n, "full") == n * n
+    with pytest.raises(ValueError):
+        family.scores_kept(n, "diagonal")
+
+
+def test_elu_feature_is_positive_and_quiet():
+    x = np.array([-1000.0, -1.0, 0.0, 2.0])
+    np.testing.assert_allclose(family.elu_feature(x), [0.0, np.exp(-1), 1.0, 3.0])
+    assert (family.elu_feature(np.linspace(-30, 30, 61)) > 0).all()
+
+
+finite = st.floats(-5, 5, allow_nan=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n_q: st.integers(1, 6).flatmap(
+            lambda n_k: st.tuples(
+                arrays(np.float64, (n_q, 3), elements=finite),
+                arrays(np.float64, (n_k, 3), elements=finite),
+                arrays(np.float64, (n_k, 2), elements=finite),
+            )
+        )
+    )
+)
+def test_linear_attention_two_orders_agree(qkv):
+    Q, K, V = qkv
+    fast = family.linear_attention(Q, K, V)
+    np.testing.assert_allclose(fast, family.linear_attention_quadratic(Q, K, V), atol=1e-9)
+    np.testing.assert_allclose(fast, solutions.linear_attention(Q, K, V), atol=1e-9)
+    np.testing.assert_allclose(fast, ex.linear_attention_reference(Q, K, V), atol=1e-9)
+    # a convex combination of the values: inside their range, column by column
+    assert (fast >= V.min(axis=0) - 1e-9).all() and (fast <= V.max(axis=0) + 1e-9).all()
+
+
+def test_linear_weights_cannot_become_one_hot(rng):
+    K = rng.normal(size=(8, 16))
+    q = K[2]
+    curves = family.sharpness(q, K, [1.0, 1e3])
+    assert curves["softmax_max"][-1] > 0.999
+    assert curves["linear_max"][-1] < 0.5
+    np.testing.assert_allclose(
+        family.linear_attention_weights((1e6 * q)[None], K)[0], family.linear_limit(q, K), atol=1e-5
+    )
+
+
+def test_linear_costs():
+    c = family.linear_costs(np.array([10, 100]), 8)
+    np.testing.assert_array_equal(c["quadratic_madds"], [1600, 160000])
+    np.testing.assert_array_equal(c["linear_madds"], [2 * 10 * 64 + 160, 2 * 100 * 64 + 1600])
+
+
+def test_figures_draw(rng):
+    import matplotlib.pyplot as plt
+
+    s = family.score_spreads([4, 16], n=16)
+    for fig in (
+        family.plot_spreads([4, 16], s),
+        family.plot_counts([8, 16], {"full": [64, 256]}),
+        family.plot_sharpness([1, 2], family.sharpness(np.ones(3), np.eye(3), [1, 2]), 0.5),
+        family.plot_linear_cost([8, 16], [1e3, 4e3], [1e2, 2e2]),
+    ):
+        assert fig.axes
+        plt.close(fig)
+
+
+def test_sdpa_backends_math_runs_everything():
+    torch = pytest.importorskip("torch")
+    x = torch.ones(1, 4, 2)
+    found = family.sdpa_backends({"plain": {"query": x, "key": x, "value": x}})
+    assert "math" in found["plain"]
+
+
+# ------------------------------------------------------- the checker's memory test
+
+
+def quadratic_answer(Q, K, V):
+    A = ex.elu_feature(Q) @ ex.elu_feature(K).T
+    return A / A.sum(axis=1, keepdims=True) @ V
+
+
+def test_linear_attention_in_the_quadratic_order_fails_on_memory():
+    result = check("linear_attention", quadratic_answer)
+    assert not result.passed
+    assert "right numbers" in result.message and "φ(K)ᵀ V" in result.message
+
+
+def test_linear_attention_in_the_linear_order_passes_and_says_so():
+    result = check("linear_attention", solutions.linear_attention)
+    assert result.passed, result.message
+    assert "linear memory" in result.message
+
+
+def test_an_answer_fixed_to_the_small_sizes_fails_on_the_large_input():
+    def small_only(Q, K, V):
+        out = solutions.linear_attention(Q, K, V)
+        return out if len(Q) < 100 else np.zeros_like(out)
+
+    result = check("linear_attention", small_only)
+    assert not result.passed and "2000" in result.message

@@ -1,0 +1,106 @@
+"""Tests for the family explorer widget (``attnlab.widgets.family_explorer``), run headless.
+
+Lesson: ``notebooks/09_attention_family.ipynb``.
+"""
+
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import numpy as np
+import pytest
+
+import attnlab
+from attnlab.lessons import family
+from attnlab.widgets import family_explorer
+from attnlab.widgets.family import family_weights
+
+
+def default_qk():
+    rng = np.random.default_rng(8)
+    return rng.normal(size=(16, 8)), rng.normal(size=(16, 8))
+
+
+def test_builds_with_no_arguments_and_shows_plain_softmax_attention():
+    w = family_explorer()
+    assert set(w.controls) == {"mixing", "slope", "window", "sharpness"}
+    Q, K = default_qk()
+    np.testing.assert_allclose(w.shown["weights"], attnlab.softmax(Q @ K.T / np.sqrt(8)))
+    np.testing.assert_allclose(w.shown["entropy"], attnlab.entropy(w.shown["weights"]))
+    assert w.shown["kept"] == 16 * 16
+    assert "<b>softmax</b>" in w.readout.value
+
+
+def test_linear_mixing_shows_the_lessons_linear_weights():
+    w = family_explorer()
+    w.controls["mixing"].value = "linear"
+    Q, K = default_qk()
+    np.testing.assert_allclose(w.shown["weights"], family.linear_attention_weights(Q, K))
+    np.testing.assert_allclose(w.shown["weights"].sum(axis=1), 1.0)
+    assert "elu" in w.readout.value
+
+
+def test_the_alibi_slope_is_added_to_the_scores():
+    w = family_explorer()
+    w.controls["slope"].value = 0.5
+    Q, K = default_qk()
+    want = attnlab.softmax(Q @ K.T / np.sqrt(8) + family.alibi_bias(16, 0.5))
+    np.testing.assert_allclose(w.shown["weights"], want)
+
+
+@pytest.mark.parametrize("mixing", ["softmax", "linear"])
+def test_the_window_zeroes_far_keys_and_counts_what_it_keeps(mixing):
+    w = family_explorer()
+    w.controls["mixing"].value = mixing
+    w.controls["window"].value = 2
+    far = ~family.local_mask(16, 2)
+    assert w.shown["weights"][far].max() == 0.0
+    np.testing.assert_allclose(w.shown["weights"].sum(axis=1), 1.0)
+    assert w.shown["kept"] == family.scores_kept(16, "local", window=2)
+
+
+def test_sharpness_makes_softmax_one_hot_but_not_linear_attention():
+    w = family_explorer()
+    w.controls["sharpness"].value = 16.0
+    assert w.shown["largest"].mean() > 0.9
+    w.controls["mixing"].value = "linear"
+    assert w.shown["largest"].max() < 0.5
+
+
+def test_a_large_slope_keeps_the_weights_near_the_diagonal():
+    w = family_explorer()
+    near = family.local_mask(16, 2)
+    for mixing in ("softmax", "linear"):
+        w.controls["mixing"].value = mixing
+        w.controls["slope"].value = 0.0
+        spread = (w.shown["weights"] * ~near).sum(axis=1).max()
+        w.controls["slope"].value = 2.0
+        assert (w.shown["weights"] * ~near).sum(axis=1).max() < min(0.05, spread), mixing
+
+
+def test_learner_q_and_k():
+    Q = [[1, 0], [0, 1], [1, 1], [0, 0], [2, 0]]
+    w = family_explorer(Q=Q, K=Q)
+    assert w.shown["weights"].shape == (5, 5)
+    Qa = np.array(Q, dtype=float)
+    np.testing.assert_allclose(w.shown["weights"], family_weights(Qa, Qa, "softmax", 0.0, 4, 1.0))
+    assert w.controls["window"].max == 4
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"Q": np.ones((8, 2))}, ValueError, "K is missing"),
+        ({"K": np.ones((8, 2))}, ValueError, "Q is missing"),
+        ({"Q": np.ones((8, 2)), "K": np.ones((8, 3))}, ValueError, "same shape"),
+        ({"Q": np.ones(8), "K": np.ones(8)}, ValueError, "2-D"),
+        ({"Q": np.ones((2, 2)), "K": np.ones((2, 2))}, ValueError, "4 to 32"),
+        ({"Q": np.ones((40, 2)), "K": np.ones((40, 2))}, ValueError, "4 to 32"),
+        ({"Q": np.full((8, 2), np.nan), "K": np.ones((8, 2))}, ValueError, "finite"),
+        ({"Q": [["a", "b"]] * 8, "K": np.ones((8, 2))}, TypeError, "real numbers"),
+    ],
+)
+def test_bad_learner_data_raises_a_clear_error(kwargs, error, words):
+    with pytest.raises(error) as info:
+        family_explorer(**kwargs)
+    assert words in str(info.value)
