@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import plots
 from ..softmax import entropy, softmax
-from .full_attention import peak_bytes, plot_patterns  # noqa: F401 - the notebook uses both
+from .cost_and_tiling import peak_bytes  # noqa: F401 - the notebook uses it
+from .heads_and_masks import plot_patterns  # noqa: F401 - the notebook uses it
 
 # ---------------------------------------------------------------------- additive scores
 
