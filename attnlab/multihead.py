@@ -54,8 +54,9 @@ def multi_head_attention(
     Shapes: X ``(..., n, d_model)``; W_Q ``(d_model, H·d_head)``; W_K and W_V
     ``(d_model, H_kv·d_head)`` with ``H_kv = n_kv_heads`` (default H; 1 is
     multi-query attention: every query head shares one key and one value
-    head); W_O ``(H·d_head, d_model)``. Returns ``(..., n, d_model)``, and with
-    ``return_weights=True`` also the weights ``(..., H, n, n)``.
+    head); W_O ``(H·d_head, d_model)``; mask ``(..., n, n)``, one per sequence
+    like X, and every head uses its sequence's mask. Returns ``(..., n, d_model)``,
+    and with ``return_weights=True`` also the weights ``(..., H, n, n)``.
 
     Lesson: ``notebooks/06_heads_and_masks.ipynb``.
     """
@@ -82,6 +83,10 @@ def multi_head_attention(
     # Each group of H / H_kv query heads reads the same key and value head.
     K = np.repeat(K, n_heads // n_kv, axis=-3)
     V = np.repeat(V, n_heads // n_kv, axis=-3)
+    if mask is not None and np.ndim(mask) > 2:
+        # A mask of shape (batch, n, n) would otherwise line its batch axis up with the
+        # heads axis of (batch, H, n, n), silently when batch == H: give it a heads axis.
+        mask = np.expand_dims(np.asarray(mask), -3)
     result = attention(Q, K, V, mask, causal=causal, return_weights=return_weights)
     if isinstance(result, tuple):  # return_weights=True
         heads, weights = result

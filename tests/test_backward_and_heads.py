@@ -91,6 +91,19 @@ def test_multi_head_equals_one_attention_per_head(rng):
     assert np.all(A[..., causal_mask(6) == 0] == 0)
 
 
+@pytest.mark.parametrize("batch", [3, 4])  # 4 == n_heads: the case broadcasting would hide
+def test_multi_head_applies_each_sequence_mask_to_all_its_heads(rng, batch):
+    n, H = 6, 4
+    X = rng.normal(size=(batch, n, 8))
+    W_Q, W_K, W_V, W_O = weights(rng, 8, H, H, 2)
+    keep = rng.random((batch, n, n)) < 0.6
+    keep[..., 0] = True  # every query keeps at least one key
+    out = multi_head_attention(X, W_Q, W_K, W_V, W_O, H, keep)
+    for b in range(batch):
+        alone = multi_head_attention(X[b], W_Q, W_K, W_V, W_O, H, keep[b])
+        np.testing.assert_allclose(out[b], alone, atol=1e-12)
+
+
 def test_multi_query_shares_one_key_and_value_head(rng):
     X = rng.normal(size=(5, 8))
     W_Q, W_K, W_V, W_O = weights(rng, 8, 4, 1, 2)

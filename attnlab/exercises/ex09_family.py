@@ -4,8 +4,8 @@
 The checker sees results, not the order of the products, so ``linear_attention`` is
 run once more, after it gives the right numbers on the small inputs, on 2000 queries
 and keys while tracemalloc measures the memory NumPy allocates: an answer that forms
-the (n, n) matrix φ(Q) φ(K)ᵀ needs about 30 MB there, one that multiplies φ(K)ᵀ V
-first well under 1 MB. Where tracemalloc sees no NumPy memory, that part cannot fail.
+the (n, n) matrix φ(Q) φ(K)ᵀ needs about 31 MiB there, one that multiplies φ(K)ᵀ V
+first well under 1 MiB. Where tracemalloc sees no NumPy memory, that part cannot fail.
 
 Lesson: ``notebooks/09_attention_family.ipynb``.
 """
@@ -141,9 +141,10 @@ def _with(phi, normalise="rows"):
     return compute
 
 
+# A pointer to the next step, not the answer: one mistake must not hand over the solution.
 _ORDER = (
-    "With φ(x) = elu(x) + 1, that is `np.where(x > 0, x + 1, np.exp(x))`: "
-    "`(phi(Q) @ (phi(K).T @ V)) / (phi(Q) @ phi(K).sum(axis=0))[:, None]`."
+    "Work in this order: φ of Q and of K; the (d_k, d_v) summary φ(K)ᵀ V and the d_k "
+    "numbers φ(K)ᵀ 1; then each query's row, divided by its own normaliser."
 )
 
 LINEAR_MISTAKES = (
@@ -205,7 +206,7 @@ LINEAR_MISTAKES = (
 )
 
 LARGE_N, LARGE_D = 2000, 4
-# An (n, n) float64 matrix at LARGE_N is 32 MB; the linear order needs a few (n, d) arrays.
+# An (n, n) float64 matrix at LARGE_N is 32 MB (31 MiB); the linear order needs a few (n, d) arrays.
 MEMORY_LIMIT = 8 * 2**20
 
 
@@ -255,8 +256,8 @@ class LinearMemoryCheck(ArrayCheck):
             return CheckResult(
                 False,
                 f"Your `{name}` gives the right numbers, but on {LARGE_N} queries and keys "
-                f"(d = {LARGE_D}) it needed {peak / 2**20:.0f} MB at its peak, where one "
-                f"{LARGE_N} × {LARGE_N} matrix is {matrix / 2**20:.0f} MB: it forms the "
+                f"(d = {LARGE_D}) it needed {peak / 2**20:.0f} MiB at its peak, where one "
+                f"{LARGE_N} × {LARGE_N} matrix is {matrix / 2**20:.0f} MiB: it forms the "
                 f"(n_q, n_k) matrix φ(Q) φ(K)ᵀ, the quadratic order. Multiply φ(K)ᵀ V "
                 f"first, a (d_k, d_v) matrix, and φ(K)ᵀ 1, a vector of d_k numbers "
                 f"(`phi(K).sum(axis=0)`); then each query needs only those. " + _ORDER,
@@ -274,8 +275,8 @@ class LinearMemoryCheck(ArrayCheck):
             True,
             result.message
             + f"\n\nAnd it runs in linear memory: on {LARGE_N} queries and keys its peak "
-            f"was under {MEMORY_LIMIT / 2**20:.0f} MB, where one {LARGE_N} × {LARGE_N} "
-            f"matrix is {matrix / 2**20:.0f} MB.",
+            f"was under {MEMORY_LIMIT / 2**20:.0f} MiB, where one {LARGE_N} × {LARGE_N} "
+            f"matrix is {matrix / 2**20:.0f} MiB.",
             name,
         )
 
