@@ -54,6 +54,48 @@ class Mistake:
     compute: Callable[..., Any]
 
 
+def ratio_hint(advice: str) -> Hint:
+    """A hint for a wrong count that no known mistake explains: how far off it is, then
+    ``advice`` on what to count. For exercises whose answer is one number."""
+
+    def hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+        if got.shape != () or not np.isfinite(got.astype(np.float64)) or float(want) == 0:
+            return None
+        return f"Your number is {float(got) / float(want):.4g} times the right one. {advice}"
+
+    return hint
+
+
+def bool_mask(
+    zero_one_note: str, label: str = "mask", other_forms: Callable[[np.ndarray], None] | None = None
+) -> Prepare:
+    """A ``prepare`` for mask exercises: accept bool, or numbers that are all exactly 0 or 1
+    (adding ``zero_one_note``, which says why bool is preferred). Anything else fails,
+    after ``other_forms(values)`` has had the chance to fail with a more specific message."""
+
+    def prepare(got: np.ndarray, notes: list[str]) -> np.ndarray:
+        if got.dtype == np.bool_:
+            return got
+        values = np.unique(got)
+        if got.dtype.kind in "iuf" and np.isin(values, (0, 1)).all():
+            note = (
+                f"Note: your mask holds 0/1 numbers (dtype {got.dtype}) rather than "
+                f"True/False. That passes, but a bool mask is preferred: {zero_one_note}"
+            )
+            if note not in notes:
+                notes.append(note)
+            return got.astype(bool)
+        if other_forms is not None:
+            other_forms(values)
+        shown = np.array2string(values[:6], precision=3)
+        raise Fail(
+            f"Your {label} should hold only True and False (or 0 and 1), but it holds "
+            f"{shown}{' ...' if values.size > 6 else ''}."
+        )
+
+    return prepare
+
+
 @dataclass(frozen=True)
 class ArrayCheck:
     """Checks an answer against ``reference`` on ``cases()``; see the module docstring.

@@ -12,6 +12,7 @@ from .arrays import (
     ArrayCheck,
     Case,
     Mistake,
+    bool_mask,
     overflow_hint,
     readable,
     softmax_columns,
@@ -256,32 +257,22 @@ MASK_MISTAKES = (
 )
 
 
-def _as_bool_mask(got: np.ndarray, notes: list[str]) -> np.ndarray:
-    """Accept bool, or numbers that are all exactly 0 or 1 (with a note preferring bool)."""
-    if got.dtype == np.bool_:
-        return got
-    values = np.unique(got)
-    if got.dtype.kind in "iuf" and np.isin(values, (0, 1)).all():
-        note = (
-            f"Note: your mask holds 0/1 numbers (dtype {got.dtype}) rather than True/False. "
-            "That passes, but a bool mask is preferred: `~mask` and `mask & other` mean "
-            '"not" and "and" only on booleans (on integers they work bit by bit, '
-            "and on floats they fail). Use `dtype=bool` or a comparison such as `j <= i`."
-        )
-        if note not in notes:
-            notes.append(note)
-        return got.astype(bool)
-    if got.dtype.kind == "f" and np.isin(values, (0.0, -np.inf)).all():
+def _additive_mask(values: np.ndarray) -> None:
+    if values.dtype.kind == "f" and np.isin(values, (0.0, -np.inf)).all():
         raise Fail(
             "You returned an additive mask (0 where allowed, -inf where blocked). This "
             "exercise asks for the bool mask, True where query i may attend to key j (j ≤ i); "
             "`np.where(mask, 0.0, -np.inf)` turns it into the additive one when you need it."
         )
-    shown = np.array2string(values[:6], precision=3)
-    raise Fail(
-        f"Your causal mask should hold only True and False (or 0 and 1), but it holds "
-        f"{shown}{' ...' if values.size > 6 else ''}."
-    )
+
+
+_AS_BOOL_MASK = bool_mask(
+    "`~mask` and `mask & other` mean "
+    '"not" and "and" only on booleans (on integers they work bit by bit, '
+    "and on floats they fail). Use `dtype=bool` or a comparison such as `j <= i`.",
+    label="causal mask",
+    other_forms=_additive_mask,
+)
 
 
 # --------------------------------------------------------------- register
@@ -328,6 +319,6 @@ register(
         reference=causal_mask,
         shape_rule="one row per query and one column per key, (n, n)",
         mistakes=MASK_MISTAKES,
-        prepare=_as_bool_mask,
+        prepare=_AS_BOOL_MASK,
     ),
 )

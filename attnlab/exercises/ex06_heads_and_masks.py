@@ -18,8 +18,16 @@ from ..multihead import merge_heads as _merge
 from ..multihead import multi_head_attention
 from ..multihead import split_heads as _split
 from . import solutions
-from .arrays import ArrayCheck, Case, Mistake, readable, softmax_columns, softmax_rows
-from .messages import Fail
+from .arrays import (
+    ArrayCheck,
+    Case,
+    Mistake,
+    bool_mask,
+    ratio_hint,
+    readable,
+    softmax_columns,
+    softmax_rows,
+)
 from .registry import register
 
 LESSON = "notebooks/06_heads_and_masks.ipynb"
@@ -203,16 +211,10 @@ def kv_cases() -> list[Case]:
     ]
 
 
-def _ratio_hint(got, want, inputs):
-    """For a wrong count that no known mistake explains: how far off it is."""
-    if got.shape != () or not np.isfinite(got.astype(np.float64)) or float(want) == 0:
-        return None
-    ratio = float(got) / float(want)
-    return (
-        f"Your number is {ratio:.4g} times the right one. "
-        "Count a key vector and a value vector of d_head numbers for every token, every "
-        "key/value head and every layer, then multiply by the bytes per number."
-    )
+_RATIO_HINT = ratio_hint(
+    "Count a key vector and a value vector of d_head numbers for every token, every "
+    "key/value head and every layer, then multiply by the bytes per number."
+)
 
 
 KV_MISTAKES = (
@@ -345,25 +347,9 @@ MASK_MISTAKES = (
 )
 
 
-def _as_bool(got: np.ndarray, notes: list[str]) -> np.ndarray:
-    """Accept bool, or numbers that are all exactly 0 or 1 (with a note preferring bool)."""
-    if got.dtype == np.bool_:
-        return got
-    values = np.unique(got)
-    if got.dtype.kind in "iuf" and np.isin(values, (0, 1)).all():
-        note = (
-            f"Note: your mask holds 0/1 numbers (dtype {got.dtype}) rather than True/False. "
-            "That passes, but a bool mask is preferred: `&` means AND only on booleans. "
-            "Comparisons such as `j < length` give booleans directly."
-        )
-        if note not in notes:
-            notes.append(note)
-        return got.astype(bool)
-    shown = np.array2string(values[:6], precision=3)
-    raise Fail(
-        f"Your mask should hold only True and False (or 0 and 1), but it holds "
-        f"{shown}{' ...' if values.size > 6 else ''}."
-    )
+_AS_BOOL_MASK = bool_mask(
+    "`&` means AND only on booleans. Comparisons such as `j < length` give booleans directly."
+)
 
 
 register(
@@ -394,7 +380,7 @@ register(
         reference=kv_cache_bytes,
         shape_rule="one number of bytes, not an array",
         mistakes=KV_MISTAKES,
-        hints=(_ratio_hint,),
+        hints=(_RATIO_HINT,),
     ),
 )
 register(
@@ -410,7 +396,7 @@ register(
             "(batch, 1, n) AND the causal (n, n) mask broadcast to that"
         ),
         mistakes=MASK_MISTAKES,
-        prepare=_as_bool,
+        prepare=_AS_BOOL_MASK,
         shape_hint=(
             "lengths is (batch,) and positions `np.arange(n)` are (n,): "
             "`np.arange(n)[None, :] < lengths[:, None]` is (batch, n); add a query axis "

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..softmax import softmax
 from . import solutions
-from .arrays import EXP_LIMIT, ArrayCheck, Case, Mistake, overflow_hint, softmax_rows
+from .arrays import EXP_LIMIT, ArrayCheck, Case, Mistake, overflow_hint, ratio_hint, softmax_rows
 from .registry import register
 
 LESSON = "notebooks/07_cost_and_tiling.ipynb"
@@ -43,16 +43,10 @@ def peak_cases() -> list[Case]:
     ]
 
 
-def _ratio_hint(got, want, inputs):
-    """For a wrong count that no known mistake explains: how far off it is."""
-    if got.shape != () or not np.isfinite(got.astype(np.float64)) or float(want) == 0:
-        return None
-    ratio = float(got) / float(want)
-    return (
-        f"Your number is {ratio:.4g} times the right one. "
-        "Count the numbers alive at the peak, the two n × n matrices S and P and the four "
-        "n × d arrays Q, K, V and O, then multiply by the bytes per number."
-    )
+_RATIO_HINT = ratio_hint(
+    "Count the numbers alive at the peak, the two n × n matrices S and P and the four "
+    "n × d arrays Q, K, V and O, then multiply by the bytes per number."
+)
 
 
 PEAK_MISTAKES = (
@@ -286,7 +280,7 @@ register(
         reference=attention_peak_bytes,
         shape_rule="one number of bytes, not an array",
         mistakes=PEAK_MISTAKES,
-        hints=(_ratio_hint,),
+        hints=(_RATIO_HINT,),
     ),
 )
 register(

@@ -12,13 +12,12 @@ Lesson: ``notebooks/09_attention_family.ipynb``.
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..memory import measured_peak
 from . import solutions
 from .arrays import ArrayCheck, Case, Mistake, readable, softmax_rows
 from .calling import call_answer, silenced
@@ -210,25 +209,6 @@ LARGE_N, LARGE_D = 2000, 4
 MEMORY_LIMIT = 8 * 2**20
 
 
-def _peak_bytes(run) -> tuple[Any, int]:
-    """Run ``run()``; return its value and the peak of what it allocated (tracemalloc)."""
-    was_tracing, was_collecting = tracemalloc.is_tracing(), gc.isenabled()
-    gc.collect()
-    gc.disable()
-    if not was_tracing:
-        tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        value = run()
-        return value, tracemalloc.get_traced_memory()[1] - before
-    finally:
-        if not was_tracing:
-            tracemalloc.stop()
-        if was_collecting:
-            gc.enable()
-
-
 @dataclass(frozen=True)
 class LinearMemoryCheck(ArrayCheck):
     """An ArrayCheck, then one large input on which the answer's peak memory must stay
@@ -246,7 +226,7 @@ class LinearMemoryCheck(ArrayCheck):
         }
         try:
             with silenced():
-                value, peak = _peak_bytes(
+                value, peak = measured_peak(
                     lambda: call_answer(answer, inputs, name=name, timeout=timeout)
                 )
         except Fail as fail:

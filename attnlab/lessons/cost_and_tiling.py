@@ -11,9 +11,7 @@ Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
 
 from __future__ import annotations
 
-import gc
 import time
-import tracemalloc
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -21,6 +19,7 @@ import numpy as np
 
 from .. import plots
 from ..attention import attention
+from ..memory import measured_peak
 from ..softmax import softmax
 from ..tiled import tiled_attention
 
@@ -28,30 +27,13 @@ from ..tiled import tiled_attention
 
 
 def peak_bytes(fn, *args, **kwargs) -> int:
-    """Peak of the memory allocated while ``fn(*args, **kwargs)`` runs, in bytes (tracemalloc).
+    """Peak of the memory allocated while ``fn(*args, **kwargs)`` runs, in bytes.
 
-    NumPy reports its array buffers to tracemalloc, so this counts every
-    temporary array; memory allocated before the call is not counted.
-    The garbage collector is run first and paused during the call: otherwise it
-    may free earlier garbage (a notebook's closed figures, say) in the middle of
-    the call, and the figure would depend on when it happened to run.
+    Every temporary NumPy array counts; memory allocated before the call does not
+    (see :func:`attnlab.memory.measured_peak`).
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
-    was_tracing, was_collecting = tracemalloc.is_tracing(), gc.isenabled()
-    gc.collect()
-    gc.disable()
-    if not was_tracing:
-        tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        fn(*args, **kwargs)
-        return tracemalloc.get_traced_memory()[1] - before
-    finally:
-        if not was_tracing:
-            tracemalloc.stop()
-        if was_collecting:
-            gc.enable()
+    return measured_peak(lambda: fn(*args, **kwargs))[1]
 
 
 def random_qkv(n: int, d: int, seed: int = 0, dtype=np.float32):
