@@ -124,6 +124,54 @@ def test_linear_attention_two_orders_agree(qkv):
     assert (fast >= V.min(axis=0) - 1e-9).all() and (fast <= V.max(axis=0) + 1e-9).all()
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 7).flatmap(
+        lambda n: st.tuples(
+            arrays(np.float64, (n, 3), elements=finite),
+            arrays(np.float64, (n, 3), elements=finite),
+            arrays(np.float64, (n, 2), elements=finite),
+        )
+    )
+)
+def test_causal_linear_attention_is_the_masked_quadratic_order(qkv):
+    Q, K, V = qkv
+    n = len(Q)
+    step = family.causal_linear_attention(Q, K, V)
+    np.testing.assert_allclose(
+        step, family.linear_attention_quadratic(Q, K, V, mask=attnlab.causal_mask(n)), atol=1e-9
+    )
+    # row i sees only the first i + 1 tokens: it is full linear attention on that prefix
+    for i in range(n):
+        np.testing.assert_allclose(
+            step[i], family.linear_attention(Q[i : i + 1], K[: i + 1], V[: i + 1])[0], atol=1e-9
+        )
+
+
+@pytest.mark.parametrize(
+    ("M", "layers_needed"),
+    [
+        (family.local_mask(32, 2), 16),  # ⌈31/2⌉
+        (family.local_mask(20, 3), 7),  # ⌈19/3⌉
+        (family.global_mask(32, 1, (0,)), 2),  # in through token 0, then out
+        (np.ones((5, 5), dtype=bool), 1),
+    ],
+)
+def test_reach_grows_layer_by_layer_until_everything_is_connected(M, layers_needed):
+    before = family.reach(M, 1)
+    np.testing.assert_array_equal(before, M)
+    for layers in range(2, layers_needed + 2):
+        now = family.reach(M, layers)
+        assert (now >= before).all()  # what has reached a token stays reached
+        assert now.all() == (layers >= layers_needed), layers
+        before = now
+
+
+def test_blocks_never_reach_outside_their_block():
+    M = family.block_mask(16, 4)
+    np.testing.assert_array_equal(family.reach(M, 10), M)
+
+
 def test_linear_weights_cannot_become_one_hot(rng):
     K = rng.normal(size=(8, 16))
     q = K[2]

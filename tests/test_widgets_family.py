@@ -12,7 +12,7 @@ import pytest
 
 import attnlab
 from attnlab.lessons import family
-from attnlab.widgets import family_explorer
+from attnlab.widgets import family_explorer, reach_explorer
 from attnlab.widgets.family import family_weights
 
 
@@ -104,3 +104,44 @@ def test_bad_learner_data_raises_a_clear_error(kwargs, error, words):
     with pytest.raises(error) as info:
         family_explorer(**kwargs)
     assert words in str(info.value)
+
+
+# ------------------------------------------------------------------- reach explorer
+
+
+def test_reach_explorer_starts_with_one_layer_of_a_local_window():
+    w = reach_explorer()
+    assert set(w.controls) == {"pattern", "width", "layers"}
+    np.testing.assert_array_equal(w.shown["mask"], family.local_mask(32, 2))
+    np.testing.assert_array_equal(w.shown["reach"], family.local_mask(32, 2))
+    assert w.shown["connected_after"] == 16  # ⌈31/2⌉ layers of a window of 2
+    assert "16 layers" in w.readout.value
+
+
+def test_each_layer_widens_the_band_by_the_window():
+    w = reach_explorer()
+    w.controls["width"].value = 3
+    for layers in (1, 2, 4):
+        w.controls["layers"].value = layers
+        np.testing.assert_array_equal(w.shown["reach"], family.local_mask(32, 3 * layers))
+    w.controls["layers"].value = 11  # ⌈31/3⌉
+    assert w.shown["reach"].all() and w.shown["connected_after"] == 11
+
+
+def test_a_global_token_connects_everything_in_two_layers_and_blocks_never_do():
+    w = reach_explorer(n=16)
+    w.controls["pattern"].value = "global"
+    assert w.shown["connected_after"] == 2
+    w.controls["layers"].value = 2
+    assert w.shown["reach"].all()
+    w.controls["pattern"].value = "block"
+    w.controls["layers"].value = 16
+    np.testing.assert_array_equal(w.shown["reach"], family.block_mask(16, 2))
+    assert w.shown["connected_after"] is None
+    assert "no path leaves a block" in w.readout.value
+
+
+@pytest.mark.parametrize(("n", "error"), [(4, ValueError), (65, ValueError), (8.5, TypeError)])
+def test_reach_explorer_names_a_bad_n(n, error):
+    with pytest.raises(error, match="n"):
+        reach_explorer(n=n)

@@ -281,6 +281,23 @@ def scores_kept(n, kind: str, window: int = 0, block: int = 1, n_global: int = 0
     raise ValueError(f"kind must be full, local, block or global, got {kind!r}.")
 
 
+def reach(M: np.ndarray, layers: int) -> np.ndarray:
+    """Which tokens can have reached which after ``layers`` layers of the same mask.
+
+    ``R = (M^L > 0)`` as a boolean matrix power: ``R[i, j]`` is True when token ``j``'s
+    information can have reached token ``i`` along some path of ``L`` allowed pairs.
+    (A mask that allows ``i → i``, as every mask here does, keeps what a layer already
+    reached, so ``R`` only grows with ``L``.)
+
+    Shapes: bool ``(n, n)`` → bool ``(n, n)``. Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    step = np.asarray(M, dtype=bool).astype(np.int64)
+    reached = step > 0
+    for _ in range(layers - 1):
+        reached = (reached.astype(np.int64) @ step) > 0
+    return reached
+
+
 def masked_softmax_rows(S: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``softmax(S)`` over the keys each query may see (``mask`` True), 0 elsewhere.
 
@@ -339,25 +356,53 @@ def linear_attention(Q, K, V) -> np.ndarray:
     return (phi_q @ summary) / normaliser[:, None]
 
 
-def linear_attention_weights(Q, K) -> np.ndarray:
+def linear_attention_weights(Q, K, mask=None) -> np.ndarray:
     """The weights that linear attention uses implicitly: ``φ(q_i)·φ(k_j) / Σ_l φ(q_i)·φ(k_l)``.
 
     This is the other order of the products, ``(φ(Q) φ(K)ᵀ) V``: it forms the
-    ``(n_q, n_k)`` matrix, like softmax attention. Shapes: → ``(n_q, n_k)``, rows sum to 1.
+    ``(n_q, n_k)`` matrix, like softmax attention. ``mask`` (bool ``(n_q, n_k)``, True
+    where a query may look) zeroes the other pairs before each row is normalised.
+    Shapes: → ``(n_q, n_k)``, rows sum to 1.
 
     Lesson: ``notebooks/09_attention_family.ipynb``.
     """
     A = elu_feature(Q) @ elu_feature(K).T
+    if mask is not None:
+        A = np.where(mask, A, 0.0)
     return A / A.sum(axis=1, keepdims=True)
 
 
-def linear_attention_quadratic(Q, K, V) -> np.ndarray:
+def linear_attention_quadratic(Q, K, V, mask=None) -> np.ndarray:
     """Linear attention computed in the quadratic order, ``(φ(Q) φ(K)ᵀ) V`` normalised.
 
     Same result as :func:`linear_attention` up to rounding, at ``O(n² d)`` cost and
-    ``(n_q, n_k)`` memory. Lesson: ``notebooks/09_attention_family.ipynb``.
+    ``(n_q, n_k)`` memory; ``mask`` as in :func:`linear_attention_weights`.
+    Lesson: ``notebooks/09_attention_family.ipynb``.
     """
-    return linear_attention_weights(Q, K) @ np.asarray(V, dtype=float)
+    return linear_attention_weights(Q, K, mask) @ np.asarray(V, dtype=float)
+
+
+def causal_linear_attention(Q, K, V) -> np.ndarray:
+    """Causal linear attention as a recurrence: one fixed-size state, updated token by token.
+
+    ``S_i = S_{i−1} + φ(k_i) v_iᵀ`` (a ``(d_k, d_v)`` matrix) and ``z_i = z_{i−1} + φ(k_i)``
+    (``d_k`` numbers); then ``o_i = φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i``. This equals
+    :func:`linear_attention_quadratic` with the causal mask ``j ≤ i``, but each token
+    costs ``O(d_k d_v)`` and the state never grows with ``n`` (Katharopoulos et al. 2020).
+
+    Shapes: ``Q``, ``K (n, d_k)``, ``V (n, d_v)`` → ``(n, d_v)``.
+    Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    phi_q, phi_k = elu_feature(Q), elu_feature(K)
+    V = np.asarray(V, dtype=float)
+    state = np.zeros((phi_k.shape[1], V.shape[1]))  # S: every key and value so far, summed
+    normaliser = np.zeros(phi_k.shape[1])  # z: every key so far, summed
+    out = np.empty((len(phi_q), V.shape[1]))
+    for i in range(len(phi_q)):
+        state += np.outer(phi_k[i], V[i])
+        normaliser += phi_k[i]
+        out[i] = phi_q[i] @ state / (phi_q[i] @ normaliser)
+    return out
 
 
 def linear_costs(n, d: int) -> dict[str, np.ndarray]:

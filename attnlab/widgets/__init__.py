@@ -25,6 +25,7 @@ FACTORIES = {
     "online_softmax_stepper": "cost_and_tiling",
     "initial_attention": "ablation",
     "ablation_curves": "ablation",
+    "reach_explorer": "family",
     "family_explorer": "family",
 }
 

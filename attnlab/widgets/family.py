@@ -1,4 +1,11 @@
-"""Family explorer: one set of queries and keys, mixed by softmax or by linear attention,
+"""Two widgets of lesson 09.
+
+**Reach explorer**: a sparse mask (local window, blocks, or a window with a global
+token) stacked over layers. After ``L`` layers token ``j`` can have reached token ``i``
+when ``(M^L)_ij > 0`` (see ``attnlab.lessons.family.reach``): the view shows the mask,
+that reach, and the number of layers after which every token has heard from every other.
+
+**Family explorer**: one set of queries and keys, mixed by softmax or by linear attention,
 with an ALiBi slope, a local window and a sharpness to move.
 
 Formula: with ``s_ij = c · q_i·k_j / √d`` (c the sharpness), the softmax weights are
@@ -21,14 +28,18 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import plots
+from ..lessons.family import block_mask, global_mask, local_mask, reach
 from ..softmax import entropy, softmax
 from ._base import CourseWidget
-from ._check import learner_array
+from ._check import learner_array, whole_number
 
 MIN_TOKENS, MAX_TOKENS = 4, 32
 MAX_DIM = 64
 DEFAULT_TOKENS, DEFAULT_DIM = 16, 8
 MIXINGS = ("softmax", "linear")
+PATTERNS = ("local", "block", "global")
+MAX_WIDTH, MAX_LAYERS = 8, 16
+DEFAULT_REACH_TOKENS = 32
 
 
 def elu_feature(x: np.ndarray) -> np.ndarray:
@@ -204,3 +215,142 @@ def family_explorer(Q: Any = None, K: Any = None) -> FamilyExplorer:
                 f"Q has {Q.shape}, K has {K.shape}."
             )
     return FamilyExplorer(np.asarray(Q, dtype=float), np.asarray(K, dtype=float))
+
+
+# ------------------------------------------------------------------- reach explorer
+
+
+def sparse_mask(pattern: str, n: int, width: int) -> np.ndarray:
+    """The reach explorer's mask: ``local_mask(n, w)``, ``block_mask(n, b)`` or
+    ``global_mask(n, w, (0,))``, with ``width`` as w or b. Shapes: → bool ``(n, n)``.
+
+    Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    if pattern == "local":
+        return local_mask(n, width)
+    if pattern == "block":
+        return block_mask(n, width)
+    return global_mask(n, width, (0,))
+
+
+def layers_until_connected(M: np.ndarray) -> int | None:
+    """The fewest layers after which every token has reached every other; None if never."""
+    n = len(M)
+    reached = np.asarray(M, dtype=bool)
+    step = reached.astype(np.int64)
+    for layers in range(1, n + 1):  # a path between two tokens never needs more than n steps
+        if reached.all():
+            return layers
+        reached = (reached.astype(np.int64) @ step) > 0
+    return None
+
+
+class ReachExplorer(CourseWidget):
+    """A sparse mask and what it lets through after ``layers`` layers.
+
+    ``shown``: ``"mask"`` and ``"reach"`` (bool ``(n, n)``), ``"heard"`` (n,), how many
+    tokens each token has heard from, and ``"connected_after"``, the layers after which
+    every token has heard from every other (None: never).
+    """
+
+    ncols = 2
+    figsize = (7.0, 3.5)
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        super().__init__()
+
+    def make_controls(self) -> dict[str, Any]:
+        wide = {"description_width": "initial"}
+        return {
+            "pattern": widgets.ToggleButtons(
+                options=list(PATTERNS), value="local", description="pattern"
+            ),
+            "width": widgets.IntSlider(
+                value=2, min=1, max=MAX_WIDTH, description="window w or block b", style=wide
+            ),
+            "layers": widgets.IntSlider(
+                value=1, min=1, max=MAX_LAYERS, description="layers L", style=wide
+            ),
+        }
+
+    def arrange(self) -> list[Any]:
+        c = self.controls
+        return [
+            c["pattern"],
+            widgets.HBox([c["width"], c["layers"]]),
+            self.view.image,
+            self.readout,
+        ]
+
+    def draw(self, axes: np.ndarray) -> list[Any]:
+        ax_mask, ax_reach = axes[0]
+        n = self.n
+        ticks = range(0, n, 8 if n > 24 else 4)
+        heats = []
+        for ax, title in ((ax_mask, "one layer: allowed pairs"), (ax_reach, "")):
+            heats.append(
+                plots.heatmap(
+                    np.zeros((n, n)),
+                    ax,
+                    title=title,
+                    vmin=0.0,
+                    vmax=1.0,
+                    annotate=False,
+                    colorbar=False,
+                    xlabel="key j (sends)",
+                    ylabel="query i (hears)",
+                )  # fmt: skip
+            )
+            ax.set_xticks(ticks, ticks)
+            ax.set_yticks(ticks, ticks)
+            ax.tick_params(axis="x", labelrotation=0)
+        self.mask_heat, self.reach_heat = heats
+        ax_mask.set_title(ax_mask.get_title(), fontsize=10)
+        self.reach_title = ax_reach.text(
+            0.5, 1.02, "", transform=ax_reach.transAxes, ha="center", va="bottom", fontsize=10
+        )
+        return [self.mask_heat.image, self.reach_heat.image, self.reach_title]
+
+    def update(self, pattern: str, width: int, layers: int) -> None:
+        M = sparse_mask(pattern, self.n, width)
+        R = reach(M, layers)
+        heard = R.sum(axis=1)
+        connected_after = layers_until_connected(M)
+        self.mask_heat.update(M)
+        self.reach_heat.update(R)
+        self.reach_title.set_text(f"after {layers} layer{'s' if layers > 1 else ''}: reached")
+        size = "block b" if pattern == "block" else "window w"
+        if connected_after is None:
+            verdict = "no number of layers connects them all: no path leaves a block"
+        else:
+            verdict = (
+                f"every token has heard from every other after {connected_after} "
+                f"layer{'s' if connected_after > 1 else ''}"
+            )
+        low, high = int(heard.min()), int(heard.max())
+        span = f"{low}" if low == high else f"{low} to {high}"
+        self.readout.value = (
+            f"<b>{html.escape(pattern)}</b>, {size} = {width}: one layer computes "
+            f"{int(M.sum())} of {self.n * self.n} scores. After L = {layers}, each token has "
+            f"heard from {span} of the {self.n} tokens; {verdict}."
+        )
+        self.shown = {
+            "mask": M,
+            "reach": R,
+            "heard": heard,
+            "connected_after": connected_after,
+        }
+
+
+def reach_explorer(n: int = DEFAULT_REACH_TOKENS) -> ReachExplorer:
+    """A sparse mask stacked over layers: who can have heard from whom after L layers.
+
+    ``n``: the number of tokens, 8 to 64 (default 32). ``controls``: ``"pattern"``
+    (``"local"``, ``"block"`` or ``"global"``: a window with token 0 global), ``"width"``
+    (the window w, or the block size b, 1 to 8) and ``"layers"`` (L, 1 to 16).
+
+    Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    n = whole_number(n, "n", "the number of tokens", 8, 64)
+    return ReachExplorer(n)
