@@ -1,5 +1,5 @@
 """Tests for lesson 07's experiments (``attnlab.lessons.cost_and_tiling``) and its exercises
-``attention_peak_bytes`` and ``online_softmax`` (``attnlab.exercises.ex07_cost_and_tiling``).
+``longest_sequence`` and ``online_softmax`` (``attnlab.exercises.ex07_cost_and_tiling``).
 """
 
 import math
@@ -7,6 +7,8 @@ import math
 import matplotlib
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
 import attnlab
 from attnlab.exercises import check, exercise_ids, solution, solutions
@@ -143,39 +145,73 @@ def test_figures_have_titles_and_labels():
         matplotlib.pyplot.close(fig)
 
 
-# ------------------------------------------------- exercise: attention_peak_bytes
+# ----------------------------------------------------- exercise: longest_sequence
 
 
-PEAK_CORRECT = [
-    solutions.attention_peak_bytes,
-    lambda n, d, bytes_per_number: lesson.attention_peak_bytes(n, d, bytes_per_number),
-    lambda n, d, bytes_per_number: 2 * (n * n + 2 * n * d) * bytes_per_number,
-    lambda n, d, bytes_per_number: float((2 * n**2 + 4 * n * d) * bytes_per_number),
-    lambda n, d, bytes_per_number: np.int64(n) * (2 * n + 4 * d) * bytes_per_number,
+def longest_by_search(memory_bytes, d, bytes_per_number):
+    n = 0
+    while lesson.attention_peak_bytes(n + 1, d, bytes_per_number) <= memory_bytes:
+        n += 1
+    return n
+
+
+LONGEST_CORRECT = [
+    solutions.longest_sequence,
+    lesson.longest_sequence,
+    # the float root, truncated: exact at these sizes
+    lambda memory_bytes, d, bytes_per_number: int(
+        math.sqrt(memory_bytes / bytes_per_number / 2 + d * d) - d
+    ),
+    # returned as a float that is a whole number
+    lambda memory_bytes, d, bytes_per_number: float(
+        math.isqrt(memory_bytes // bytes_per_number // 2 + d * d) - d
+    ),
 ]
 
 
-@pytest.mark.parametrize("answer", PEAK_CORRECT)
-def test_correct_attention_peak_bytes_answers_pass(answer):
-    result = check("attention_peak_bytes", answer)
+@pytest.mark.parametrize("answer", LONGEST_CORRECT)
+def test_correct_longest_sequence_answers_pass(answer):
+    result = check("longest_sequence", answer)
     assert result.passed, result.message
 
 
-@pytest.mark.parametrize(
-    ("answer", "phrase"),
-    [
-        (lambda n, d, b: (n * n + 4 * n * d) * b, "one n × n matrix"),
-        (lambda n, d, b: 2 * n * n * b, "only the two n × n matrices"),
-        (lambda n, d, b: (2 * n * n + 3 * n * d) * b, "not the output"),
-        (lambda n, d, b: 4 * n * d * b, "left out the two n × n matrices"),
-        (lambda n, d, b: (2 * n * n * d + 4 * n * d) * b, "multiplied each n × n matrix by d"),
-        (lambda n, d, b: 2 * n * n + 4 * n * d, "counted numbers, not bytes"),
-    ],
+@settings(max_examples=60, deadline=None)
+@given(
+    memory=hst.integers(0, 10**7),
+    d=hst.integers(1, 256),
+    b=hst.sampled_from([1, 2, 4, 8]),
 )
-def test_classic_attention_peak_bytes_mistakes_fail_and_are_named(answer, phrase):
-    result = check("attention_peak_bytes", answer)
+def test_longest_sequence_is_the_largest_n_that_fits(memory, d, b):
+    n = lesson.longest_sequence(memory, d, b)
+    assert n >= 0
+    assert n == 0 or lesson.attention_peak_bytes(n, d, b) <= memory
+    assert lesson.attention_peak_bytes(n + 1, d, b) > memory
+    assert n == exercise.longest_sequence(memory, d, b) == solutions.longest_sequence(memory, d, b)
+
+
+def test_longest_sequence_matches_a_plain_search_on_small_budgets():
+    for memory in (0, 135, 136, 2**12, 10**5):
+        assert lesson.longest_sequence(memory, 8, 4) == longest_by_search(memory, 8, 4)
+
+
+def test_off_by_one_on_a_large_budget_fails_although_within_tolerance():
+    def one_more(memory_bytes, d, bytes_per_number):
+        n = lesson.longest_sequence(memory_bytes, d, bytes_per_number)
+        return n + 1 if memory_bytes > 10**9 else n
+
+    result = check("longest_sequence", one_more)
     assert not result.passed
-    assert phrase in result.message, result.message
+    assert "more than the" in result.message and "24 GB" in result.message
+
+
+def test_an_unrounded_root_is_told_to_round_down():
+    result = check(
+        "longest_sequence",
+        lambda memory_bytes, d, bytes_per_number: (
+            math.sqrt(memory_bytes / bytes_per_number / 2 + d * d) - d
+        ),
+    )
+    assert not result.passed and "Round down" in result.message
 
 
 def test_the_peak_model_is_close_to_the_measured_peak_for_long_sequences():
@@ -332,7 +368,7 @@ def test_odd_answers_fail_kindly():
 
 
 def test_exercises_are_registered_for_lesson_07_with_their_solutions():
-    for exercise_id in ("attention_peak_bytes", "online_softmax"):
+    for exercise_id in ("longest_sequence", "online_softmax"):
         assert exercise_id in exercise_ids()
         assert get_exercise(exercise_id).lesson == "notebooks/07_cost_and_tiling.ipynb"
         code = solution(exercise_id)
@@ -342,7 +378,7 @@ def test_exercises_are_registered_for_lesson_07_with_their_solutions():
 
 def test_every_mistake_differs_from_the_reference_on_some_case():
     for cases, mistakes, reference in [
-        (exercise.peak_cases(), exercise.PEAK_MISTAKES, lesson.attention_peak_bytes),
+        (exercise.longest_cases(), exercise.LONGEST_MISTAKES, lesson.longest_sequence),
         (exercise.online_cases(), exercise.ONLINE_MISTAKES, lambda s, b: attnlab.softmax(s)),
     ]:
         for mistake in mistakes:

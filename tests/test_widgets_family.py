@@ -115,7 +115,13 @@ def test_reach_explorer_starts_with_one_layer_of_a_local_window():
     np.testing.assert_array_equal(w.shown["mask"], family.local_mask(32, 2))
     np.testing.assert_array_equal(w.shown["reach"], family.local_mask(32, 2))
     assert w.shown["connected_after"] == 16  # ⌈31/2⌉ layers of a window of 2
-    assert "16 layers" in w.readout.value
+    # the count the learner is asked to predict appears only once L reaches it
+    assert "16 layers" not in w.readout.value and "not every token" in w.readout.value
+    w.controls["layers"].value = 15
+    assert not w.shown["reach"].all() and "not every token" in w.readout.value
+    w.controls["layers"].value = 16
+    assert w.shown["reach"].all() and "first after 16 layers" in w.readout.value
+    assert w.controls["layers"].max == 31  # a window of 1 needs n - 1 layers
 
 
 def test_each_layer_widens_the_band_by_the_window():

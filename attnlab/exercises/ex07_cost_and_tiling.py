@@ -1,8 +1,9 @@
-"""Exercises ``attention_peak_bytes`` and ``online_softmax``.
+"""Exercises ``longest_sequence`` and ``online_softmax``.
 
-``attention_peak_bytes(n, d, bytes_per_number)``: the memory plain attention holds at
-its peak, the two n × n matrices (scores and weights) plus the four n × d arrays
-(Q, K, V and the output). ``online_softmax(scores, block_size)``: the softmax of one
+``longest_sequence(memory_bytes, d, bytes_per_number)``: the longest sequence whose
+attention peak, ``(2n² + 4nd)`` numbers, fits in a memory budget: the n² wall turned
+round. Counts are compared exactly, so n ± 1 on a large budget fails too.
+``online_softmax(scores, block_size)``: the softmax of one
 row computed block by block with a running maximum and a running sum, as tiled
 attention does. The checker sees only the result, so it tests rows whose maximum
 arrives late, with scores too large for a plain exp, ragged last blocks,
@@ -12,77 +13,159 @@ statistics.
 Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
 """
 
+import math
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from ..softmax import softmax
 from . import solutions
-from .arrays import EXP_LIMIT, ArrayCheck, Case, Mistake, overflow_hint, ratio_hint, softmax_rows
+from .arrays import EXP_LIMIT, ArrayCheck, Case, Mistake, overflow_hint, softmax_rows
+from .calling import call_answer, silenced
+from .messages import CheckResult, Fail
 from .registry import register
 
 LESSON = "notebooks/07_cost_and_tiling.ipynb"
 
-# --------------------------------------------------------- attention_peak_bytes
+# ------------------------------------------------------------- longest_sequence
 
 
-def attention_peak_bytes(n, d, bytes_per_number):
-    """The reference: ``(2 n² + 4 n d) · bytes_per_number``."""
+def peak_bytes(n, d, bytes_per_number):
+    """Attention's peak for n tokens: ``(2 n² + 4 n d) · bytes_per_number`` (lesson 07)."""
     return (2 * n * n + 4 * n * d) * bytes_per_number
 
 
-def peak_cases() -> list[Case]:
+def longest_sequence(memory_bytes, d, bytes_per_number):
+    """The reference: the largest n with ``peak_bytes(n, d, b) ≤ memory_bytes``.
+
+    ``2n² + 4nd ≤ N`` (N whole numbers fit) is ``(n + d)² ≤ N/2 + d²``; in whole numbers,
+    ``n = isqrt(N // 2 + d²) − d``, exact for any size.
+    """
+    numbers = int(memory_bytes) // int(bytes_per_number)
+    return max(math.isqrt(numbers // 2 + int(d) * int(d)) - int(d), 0)
+
+
+def _largest(fits):
+    """The largest n ≥ 0 with ``fits(n)``, for a ``fits`` that is true up to some n."""
+    low, high = 0, 1
+    while fits(high):
+        low, high = high, 2 * high
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low
+
+
+def longest_cases() -> list[Case]:
     return [
+        Case("1 MiB, d = 64, float32", {"memory_bytes": 2**20, "d": 64, "bytes_per_number": 4}),
         Case(
-            "n = 1024 tokens, d = 64, float32 (4 bytes)",
-            {"n": 1024, "d": 64, "bytes_per_number": 4},
-        ),  # fmt: skip
-        Case("n = 10 tokens, d = 3, float16 (2 bytes)", {"n": 10, "d": 3, "bytes_per_number": 2}),
+            "exactly the peak of 100 tokens, d = 16, float16",
+            {"memory_bytes": peak_bytes(100, 16, 2), "d": 16, "bytes_per_number": 2},
+        ),
         Case(
-            "n = 32768 tokens, d = 128, bfloat16 (2 bytes)",
-            {"n": 32768, "d": 128, "bytes_per_number": 2},
-        ),  # fmt: skip
+            "one byte less than the peak of a single token, d = 8, float32",
+            {"memory_bytes": peak_bytes(1, 8, 4) - 1, "d": 8, "bytes_per_number": 4},
+        ),
+        Case(
+            "a 24 GB GPU, d = 128, bfloat16",
+            {"memory_bytes": 24 * 10**9, "d": 128, "bytes_per_number": 2},
+        ),
     ]
 
 
-_RATIO_HINT = ratio_hint(
-    "Count the numbers alive at the peak, the two n × n matrices S and P and the four "
-    "n × d arrays Q, K, V and O, then multiply by the bytes per number."
+LONGEST_MISTAKES = (
+    Mistake(
+        "You left out the 4 n d numbers of Q, K, V and O. The two n × n matrices are most of "
+        "the peak, but not all of it: solve 2n² + 4nd ≤ (numbers that fit), not 2n² ≤ it.",
+        lambda memory_bytes, d, bytes_per_number: math.isqrt(memory_bytes // bytes_per_number // 2),
+    ),
+    Mistake(
+        "You allowed for one n × n matrix, but two are alive at once, S and P: the peak is "
+        "(2n² + 4nd) numbers.",
+        lambda memory_bytes, d, bytes_per_number: _largest(
+            lambda n: (n * n + 4 * n * d) * bytes_per_number <= memory_bytes
+        ),
+    ),
+    Mistake(
+        "You treated the budget as a count of numbers. It is in bytes: divide it by "
+        "bytes_per_number first (or multiply the peak's numbers by it).",
+        lambda memory_bytes, d, bytes_per_number: _largest(
+            lambda n: 2 * n * n + 4 * n * d <= memory_bytes
+        ),
+    ),
+    Mistake(
+        "You rounded up (or to the nearest whole number, which rounds this root up). The n "
+        "you return must fit, so round *down*: one token more than the exact root already "
+        "needs more memory than there is.",
+        lambda memory_bytes, d, bytes_per_number: max(
+            math.ceil(math.sqrt(memory_bytes / bytes_per_number / 2 + d * d) - d), 0
+        ),
+    ),
+    Mistake(
+        "You kept the sequences whose peak is strictly *below* the budget. A peak equal to "
+        "the memory still fits: use ≤.",
+        lambda memory_bytes, d, bytes_per_number: _largest(
+            lambda n: peak_bytes(n, d, bytes_per_number) < memory_bytes
+        ),
+    ),
 )
 
 
-PEAK_MISTAKES = (
-    Mistake(
-        "You counted one n × n matrix, but two are alive at once: the scores S, and the "
-        "weights P that the softmax makes from them (the softmax can't overwrite S while it "
-        "still needs S's row maxima and sums). Count 2 n² numbers.",
-        lambda n, d, bytes_per_number: (n * n + 4 * n * d) * bytes_per_number,
-    ),
-    Mistake(
-        "You counted only the two n × n matrices. They are nearly all of the peak for long "
-        "sequences, but the four n × d arrays, Q, K, V and the output, are there too: "
-        "add 4 n d numbers.",
-        lambda n, d, bytes_per_number: 2 * n * n * bytes_per_number,
-    ),
-    Mistake(
-        "You counted Q, K and V but not the output O, which is one more n × d array: "
-        "4 n d numbers in all.",
-        lambda n, d, bytes_per_number: (2 * n * n + 3 * n * d) * bytes_per_number,
-    ),
-    Mistake(
-        "You counted only the n × d arrays and left out the two n × n matrices, the scores "
-        "and the weights: they are what makes attention's memory grow like n².",
-        lambda n, d, bytes_per_number: 4 * n * d * bytes_per_number,
-    ),
-    Mistake(
-        "You multiplied each n × n matrix by d: that counts the multiply-adds that make the "
-        "scores (work), not the numbers stored (memory). The scores matrix holds n² numbers.",
-        lambda n, d, bytes_per_number: (2 * n * n * d + 4 * n * d) * bytes_per_number,
-    ),
-    Mistake(
-        "You counted numbers, not bytes: multiply by bytes_per_number (4 for float32, 2 for "
-        "a 16-bit format).",
-        lambda n, d, bytes_per_number: 2 * n * n + 4 * n * d,
-    ),
-)
+def _not_whole_hint(got, want, inputs):
+    value = float(got) if got.ndim == 0 else None
+    if value is not None and np.isfinite(value) and value != int(value):
+        return (
+            f"You returned {value:.6g}, the exact root of the inequality; a sequence has a "
+            f"whole number of tokens. Round down: the largest whole n that fits."
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class WholeNumberCheck(ArrayCheck):
+    """An ArrayCheck whose answers are counts: they must also be whole numbers that match
+    exactly (a tolerance would let n ± 1 pass when n is large), and fit the budget."""
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
+        result = super().__call__(answer, name=name, timeout=timeout)
+        if not result.passed:
+            return result
+        for case in self.cases():
+            try:
+                with silenced():
+                    got = call_answer(answer, case.inputs, name=name, timeout=timeout)
+            except Fail as fail:
+                return CheckResult(False, fail.message, name)
+            want = self.reference(**case.inputs)
+            value = float(np.asarray(got, dtype=float))
+            if value != int(value):
+                return CheckResult(
+                    False,
+                    f"Your `{name}` returned {value!r} for {case.label}: a sequence has a whole "
+                    f"number of tokens. Round down to the largest whole n that fits.",
+                    name,
+                )
+            if int(value) != want:
+                memory, d, b = case.inputs.values()
+                over = peak_bytes(int(value), d, b) > memory
+                return CheckResult(
+                    False,
+                    f"For {case.label} your `{name}` gives {int(value):,}, the right answer "
+                    f"is {want:,}: "
+                    + (
+                        f"{int(value):,} tokens need {peak_bytes(int(value), d, b):,} bytes, "
+                        f"more than the {memory:,} there are. Check the last step, the "
+                        f"rounding, on large numbers: a float square root near a whole number "
+                        f"can land on the wrong side of it."
+                        if over
+                        else f"{want:,} tokens still fit. Check the rounding on large numbers."
+                    ),
+                    name,
+                )
+        return result
+
 
 # ---------------------------------------------------------------- online_softmax
 
@@ -273,14 +356,15 @@ def _sum_hint(got, want, inputs):
 
 register(
     LESSON,
-    solutions.attention_peak_bytes,
-    "attention_peak_bytes(n, d, bytes_per_number) -> bytes of S, P, Q, K, V and O",
-    ArrayCheck(
-        peak_cases,
-        reference=attention_peak_bytes,
-        shape_rule="one number of bytes, not an array",
-        mistakes=PEAK_MISTAKES,
-        hints=(_RATIO_HINT,),
+    solutions.longest_sequence,
+    "longest_sequence(memory_bytes, d, bytes_per_number) -> the largest n whose peak "
+    "(2n² + 4nd) · bytes_per_number fits in memory_bytes",
+    WholeNumberCheck(
+        longest_cases,
+        reference=longest_sequence,
+        shape_rule="one whole number of tokens, not an array",
+        mistakes=LONGEST_MISTAKES,
+        hints=(_not_whole_hint,),
     ),
 )
 register(

@@ -8,10 +8,12 @@ these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_prod
 03_scaling (entropy, divisor_for_variance, temperature_for_entropy), 04_softmax
 (softmax, softmax_jacobian, causal_mask), 05_values (attention, masked_attention),
 06_heads_and_masks (multi_head_attention, kv_cache_bytes, padding_causal_mask),
-07_cost_and_tiling (attention_peak_bytes, online_softmax), 08_does_scaling_matter
+07_cost_and_tiling (longest_sequence, online_softmax), 08_does_scaling_matter
 (softmax_backward, attention_grad_q), 09_attention_family (alibi_bias,
 linear_attention).
 """
+
+import math
 
 import numpy as np
 
@@ -124,10 +126,11 @@ def padding_causal_mask(lengths, n):
     return real_key[:, None, :] & not_future  # (batch, 1, n) & (n, n) -> (batch, n, n)
 
 
-def attention_peak_bytes(n, d, bytes_per_number):
-    n_by_n = 2 * n * n  # the scores S and the weights P, alive at once
-    n_by_d = 4 * n * d  # Q, K, V and the output O
-    return (n_by_n + n_by_d) * bytes_per_number
+def longest_sequence(memory_bytes, d, bytes_per_number):
+    numbers = memory_bytes // bytes_per_number  # whole numbers that fit in the budget
+    # 2n² + 4nd ≤ numbers  <=>  (n + d)² ≤ numbers / 2 + d²  (complete the square);
+    # math.isqrt is the exact integer square root, rounded down, for any size.
+    return math.isqrt(numbers // 2 + d * d) - d
 
 
 def online_softmax(scores, block_size):

@@ -11,6 +11,7 @@ Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -118,6 +119,21 @@ def attention_peak_bytes(n: int, d: int, bytes_per_number: int) -> int:
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     return (2 * n * n + 4 * n * d) * bytes_per_number
+
+
+def longest_sequence(memory_bytes: int, d: int, bytes_per_number: int) -> int:
+    """The longest sequence whose attention peak fits in ``memory_bytes``.
+
+    The largest whole ``n`` with ``attention_peak_bytes(n, d, b) ≤ memory_bytes``:
+    ``2n² + 4nd ≤ N`` (``N`` the whole numbers that fit) is ``(n + d)² ≤ N/2 + d²``, so
+    ``n = isqrt(N // 2 + d²) − d``, exact for budgets of any size. Doubling the memory
+    gives about √2 times the sequence, not twice.
+
+    Shapes: whole numbers in, one whole number of tokens out.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    numbers = int(memory_bytes) // int(bytes_per_number)
+    return math.isqrt(numbers // 2 + int(d) * int(d)) - int(d)
 
 
 def _fit_line(ax, ns, values, color, label):

@@ -38,7 +38,7 @@ MAX_DIM = 64
 DEFAULT_TOKENS, DEFAULT_DIM = 16, 8
 MIXINGS = ("softmax", "linear")
 PATTERNS = ("local", "block", "global")
-MAX_WIDTH, MAX_LAYERS = 8, 16
+MAX_WIDTH = 8
 DEFAULT_REACH_TOKENS = 32
 
 
@@ -270,7 +270,7 @@ class ReachExplorer(CourseWidget):
                 value=2, min=1, max=MAX_WIDTH, description="window w or block b", style=wide
             ),
             "layers": widgets.IntSlider(
-                value=1, min=1, max=MAX_LAYERS, description="layers L", style=wide
+                value=1, min=1, max=self.n - 1, description="layers L", style=wide
             ),
         }
 
@@ -321,11 +321,14 @@ class ReachExplorer(CourseWidget):
         self.reach_heat.update(R)
         self.reach_title.set_text(f"after {layers} layer{'s' if layers > 1 else ''}: reached")
         size = "block b" if pattern == "block" else "window w"
+        # The count is what the learner is asked to predict: say it only once L reaches it.
         if connected_after is None:
             verdict = "no number of layers connects them all: no path leaves a block"
+        elif layers < connected_after:
+            verdict = "not every token has heard from every other yet"
         else:
             verdict = (
-                f"every token has heard from every other after {connected_after} "
+                f"every token has heard from every other, first after {connected_after} "
                 f"layer{'s' if connected_after > 1 else ''}"
             )
         low, high = int(heard.min()), int(heard.max())
@@ -348,7 +351,8 @@ def reach_explorer(n: int = DEFAULT_REACH_TOKENS) -> ReachExplorer:
 
     ``n``: the number of tokens, 8 to 64 (default 32). ``controls``: ``"pattern"``
     (``"local"``, ``"block"`` or ``"global"``: a window with token 0 global), ``"width"``
-    (the window w, or the block size b, 1 to 8) and ``"layers"`` (L, 1 to 16).
+    (the window w, or the block size b, 1 to 8) and ``"layers"`` (L, 1 to n − 1, enough
+    for a window of 1 to connect the two ends).
 
     Lesson: ``notebooks/09_attention_family.ipynb``.
     """

@@ -55,7 +55,7 @@ CLASSIC_MISTAKES = {
     "entropy": ("np.log(safe)", "np.log(p + 1.0)"),  # the wrong logarithm
     "softmax": ("x - x.max(axis=-1, keepdims=True)", "x"),  # no shift: overflows
     "attention": ("Q @ K.T / np.sqrt(d_k)", "Q @ K.T"),  # unscaled scores
-    "attention_peak_bytes": ("n_by_n = 2 * n * n", "n_by_n = n * n"),  # S counted, P forgotten
+    "longest_sequence": ("memory_bytes // bytes_per_number", "memory_bytes"),  # bytes as numbers
     "multi_head_attention": (".reshape(n, d_model) @ W_O", ".reshape(n, d_model)"),  # no W_O
     "alibi_bias": ("-slope * distance", "slope * distance"),  # the sign: far keys favoured
     "softmax_backward": ("p * (grad_p - dot)", "p * grad_p"),  # the row term forgotten
