@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import attnlab
-from attnlab.widgets import softmax_explorer
+from attnlab.widgets import softmax_explorer, softmax_row
 from attnlab.widgets.softmax import DEFAULT_SCORES, JACOBIAN_LIMIT, SLIDER_TAUS
 
 
@@ -113,3 +113,33 @@ def test_bad_scores_raise_a_clear_error(scores, error, words):
     with pytest.raises(error, match="scores") as info:
         softmax_explorer(scores=scores)
     assert words in str(info.value)
+
+
+# ------------------------------------------------------------------------ softmax row
+
+
+def test_softmax_row_starts_at_the_default_scores():
+    w = softmax_row()
+    assert set(w.controls) == {"score"}
+    np.testing.assert_allclose(w.shown["weights"], attnlab.softmax(np.array(DEFAULT_SCORES)))
+    assert "k1 / k2 = 1.649" in w.readout.value  # e^(1 - 0.5)
+
+
+def test_raising_k0_takes_weight_from_the_others_but_keeps_their_ratios():
+    w = softmax_row()
+    before = w.shown["weights"]
+    w.controls["score"].value = 6.0
+    after = w.shown["weights"]
+    assert after[0] > before[0] and (after[1:] < before[1:]).all()
+    np.testing.assert_allclose(after[1:] / after[1:].sum(), before[1:] / before[1:].sum())
+    np.testing.assert_allclose(w.shown["ratio"], np.exp(0.5))
+    np.testing.assert_allclose(w.shown["weights"], attnlab.softmax(w.shown["scores"]))
+
+
+@pytest.mark.parametrize(
+    ("scores", "error"),
+    [([1.0, 2.0], ValueError), ([[1.0, 2.0, 3.0]], ValueError), ("abc", TypeError)],
+)
+def test_softmax_row_names_bad_scores(scores, error):
+    with pytest.raises(error, match="scores"):
+        softmax_row(scores)

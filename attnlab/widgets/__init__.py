@@ -19,6 +19,7 @@ FACTORIES = {
     "dot_product_explorer": "dot_product",
     "variance_explorer": "variance",
     "scaling_strip": "scaling",
+    "softmax_row": "softmax",
     "softmax_explorer": "softmax",
     "qkv_explorer": "values",
     "pattern_gallery": "heads_and_masks",

@@ -1,4 +1,10 @@
-"""Softmax explorer: a temperature slider over one row of scores, and the gradient it leaves.
+"""Two widgets of lesson 04.
+
+**Softmax row**: one row of scores with a slider on the first key's score. Raising it
+takes weight from every other key in proportion, so the ratios among the others,
+``p_i / p_j = e^{x_i − x_j}``, never move.
+
+**Softmax explorer**: a temperature slider over one row of scores, and the gradient it leaves.
 
 Formula: weights ``p = softmax(x / τ)``. With respect to the raw scores x the Jacobian is
 ``∂p_i/∂x_j = J_ij / τ`` with ``J = diag(p) - p pᵀ`` (the chain rule through ``z = x / τ``).
@@ -153,3 +159,84 @@ def softmax_explorer(scores: Any = None) -> SoftmaxExplorer:
             f"scores must hold between 2 and {MAX_KEYS} numbers (one per key), got {x.size}."
         )
     return SoftmaxExplorer(x)
+
+
+# ------------------------------------------------------------------------ softmax row
+
+SCORE_RANGE = (-4.0, 8.0)
+
+
+class SoftmaxRow(CourseWidget):
+    """The weights of one row while the first key's score moves.
+
+    ``shown``: ``"scores"`` and ``"weights"`` (n,), and ``"ratio"``, ``p_1 / p_2``.
+    """
+
+    figsize = (5.6, 2.9)
+
+    def __init__(self, scores: np.ndarray) -> None:
+        self.scores = scores
+        super().__init__()
+
+    def make_controls(self) -> dict[str, Any]:
+        return {
+            "score": widgets.FloatSlider(
+                value=float(np.clip(self.scores[0], *SCORE_RANGE)),
+                min=SCORE_RANGE[0],
+                max=SCORE_RANGE[1],
+                step=0.1,
+                description="score of k0",
+                readout_format=".1f",
+                style={"description_width": "initial"},
+                layout=widgets.Layout(width="420px"),
+            )
+        }
+
+    def draw(self, axes: np.ndarray) -> list[Any]:
+        ax = axes[0, 0]
+        n = self.scores.size
+        self.bars = plots.bars(
+            np.zeros(n),
+            ax,
+            labels=[f"k{j}" for j in range(n)],
+            title="weights softmax(x)",
+            ylabel="weight",
+            ylim=(0, 1.12),
+        )
+        ax.title.set_fontsize(9)
+        self.status = ax.text(0.98, 0.97, "", transform=ax.transAxes, ha="right", va="top")
+        self.status.set_fontsize(8)
+        return [self.bars, self.status]
+
+    def update(self, score: float) -> None:
+        x = self.scores.copy()
+        x[0] = score
+        weights = softmax(x)
+        for bar, height in zip(self.bars.patches, weights, strict=True):
+            bar.set_height(height)
+        ratio = weights[1] / weights[2]
+        self.status.set_text(f"k0: {weights[0]:.3f}   k1 / k2 = {ratio:.3f}")
+        others = ", ".join(f"{v:g}" for v in x[1:])
+        self.readout.value = (
+            f"scores x = [{score:.1f}, {others}]; weight of k0 {weights[0]:.3f}, of all the "
+            f"others together {1 - weights[0]:.3f}; k1 / k2 = {ratio:.3f}."
+        )
+        self.shown = {"scores": x, "weights": weights, "ratio": ratio}
+
+
+def softmax_row(scores: Any = None) -> SoftmaxRow:
+    """One row of softmax weights, with a slider on the score of the first key, k0.
+
+    ``scores``: optional 1-D array of 3 to 8 finite numbers (default
+    ``[2, 1, 0.5, 0, -1]``); the slider starts at the first one and runs from −4 to 8.
+    The readout prints the ratio of the next two weights, which the slider never changes.
+    ``controls``: ``"score"``.
+
+    Lesson: ``notebooks/04_softmax.ipynb``.
+    """
+    x = learner_array(DEFAULT_SCORES if scores is None else scores, "scores", ndim=1)
+    if not 3 <= x.size <= MAX_KEYS:
+        raise ValueError(
+            f"scores must hold between 3 and {MAX_KEYS} numbers (one per key), got {x.size}."
+        )
+    return SoftmaxRow(x)
