@@ -38,6 +38,19 @@ TEMPERATURES = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 SLIDER_TAUS = 10.0 ** np.linspace(-1.0, 1.0, 101)
 
 
+def row_of_scores(scores: Any, fewest: int) -> np.ndarray:
+    """A learner's row of scores (``fewest`` to ``MAX_KEYS`` finite numbers), or the default.
+
+    Raises a TypeError or ValueError that names ``scores``.
+    """
+    x = learner_array(DEFAULT_SCORES if scores is None else scores, "scores", ndim=1)
+    if not fewest <= x.size <= MAX_KEYS:
+        raise ValueError(
+            f"scores must hold between {fewest} and {MAX_KEYS} numbers (one per key), got {x.size}."
+        )
+    return x
+
+
 def raw_score_jacobian(scores: np.ndarray, tau: float) -> np.ndarray:
     """∂p_i/∂x_j for ``p = softmax(x / τ)``: the softmax Jacobian divided by τ.
 
@@ -153,12 +166,7 @@ def softmax_explorer(scores: Any = None) -> SoftmaxExplorer:
 
     Lesson: ``notebooks/04_softmax.ipynb``.
     """
-    x = learner_array(DEFAULT_SCORES if scores is None else scores, "scores", ndim=1)
-    if not 2 <= x.size <= MAX_KEYS:
-        raise ValueError(
-            f"scores must hold between 2 and {MAX_KEYS} numbers (one per key), got {x.size}."
-        )
-    return SoftmaxExplorer(x)
+    return SoftmaxExplorer(row_of_scores(scores, fewest=2))
 
 
 # ------------------------------------------------------------------------ softmax row
@@ -234,9 +242,4 @@ def softmax_row(scores: Any = None) -> SoftmaxRow:
 
     Lesson: ``notebooks/04_softmax.ipynb``.
     """
-    x = learner_array(DEFAULT_SCORES if scores is None else scores, "scores", ndim=1)
-    if not 3 <= x.size <= MAX_KEYS:
-        raise ValueError(
-            f"scores must hold between 3 and {MAX_KEYS} numbers (one per key), got {x.size}."
-        )
-    return SoftmaxRow(x)
+    return SoftmaxRow(row_of_scores(scores, fewest=3))
