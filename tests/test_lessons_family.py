@@ -158,6 +158,7 @@ def test_causal_linear_attention_is_the_masked_quadratic_order(qkv):
     ],
 )
 def test_reach_grows_layer_by_layer_until_everything_is_connected(M, layers_needed):
+    assert family.layers_to_connect(M) == layers_needed
     before = family.reach(M, 1)
     np.testing.assert_array_equal(before, M)
     for layers in range(2, layers_needed + 2):
@@ -170,6 +171,7 @@ def test_reach_grows_layer_by_layer_until_everything_is_connected(M, layers_need
 def test_blocks_never_reach_outside_their_block():
     M = family.block_mask(16, 4)
     np.testing.assert_array_equal(family.reach(M, 10), M)
+    assert family.layers_to_connect(M) is None
 
 
 def test_linear_weights_cannot_become_one_hot(rng):

@@ -298,6 +298,23 @@ def reach(M: np.ndarray, layers: int) -> np.ndarray:
     return reached
 
 
+def layers_to_connect(M: np.ndarray) -> int | None:
+    """The fewest layers after which every token can have reached every other; None if never.
+
+    The smallest ``L`` with ``reach(M, L)`` all True. A path between two of ``n`` tokens
+    never needs more than ``n`` steps, so if ``n`` layers do not connect them, none will.
+
+    Shapes: bool ``(n, n)`` → an int or None. Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    step = np.asarray(M, dtype=bool).astype(np.int64)
+    reached = step > 0
+    for layers in range(1, len(step) + 1):
+        if reached.all():
+            return layers
+        reached = (reached.astype(np.int64) @ step) > 0
+    return None
+
+
 def masked_softmax_rows(S: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``softmax(S)`` over the keys each query may see (``mask`` True), 0 elsewhere.
 

@@ -28,7 +28,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import plots
-from ..lessons.family import block_mask, global_mask, local_mask, reach
+from ..lessons.family import block_mask, global_mask, layers_to_connect, local_mask, reach
 from ..softmax import entropy, softmax
 from ._base import CourseWidget
 from ._check import learner_array, whole_number
@@ -233,18 +233,6 @@ def sparse_mask(pattern: str, n: int, width: int) -> np.ndarray:
     return global_mask(n, width, (0,))
 
 
-def layers_until_connected(M: np.ndarray) -> int | None:
-    """The fewest layers after which every token has reached every other; None if never."""
-    n = len(M)
-    reached = np.asarray(M, dtype=bool)
-    step = reached.astype(np.int64)
-    for layers in range(1, n + 1):  # a path between two tokens never needs more than n steps
-        if reached.all():
-            return layers
-        reached = (reached.astype(np.int64) @ step) > 0
-    return None
-
-
 class ReachExplorer(CourseWidget):
     """A sparse mask and what it lets through after ``layers`` layers.
 
@@ -258,6 +246,8 @@ class ReachExplorer(CourseWidget):
 
     def __init__(self, n: int) -> None:
         self.n = n
+        # The count depends on the pattern and width only, not on the layers slider.
+        self._connected: dict[tuple[str, int], int | None] = {}
         super().__init__()
 
     def make_controls(self) -> dict[str, Any]:
@@ -316,7 +306,10 @@ class ReachExplorer(CourseWidget):
         M = sparse_mask(pattern, self.n, width)
         R = reach(M, layers)
         heard = R.sum(axis=1)
-        connected_after = layers_until_connected(M)
+        key = (pattern, width)
+        if key not in self._connected:
+            self._connected[key] = layers_to_connect(M)
+        connected_after = self._connected[key]
         self.mask_heat.update(M)
         self.reach_heat.update(R)
         self.reach_title.set_text(f"after {layers} layer{'s' if layers > 1 else ''}: reached")
