@@ -105,6 +105,7 @@ class ArrayCheck:
     answers no mistake matches, and ``prepare`` adapts the returned array before
     comparing (e.g. accepting 0/1 for a bool mask). A failure's example prints the
     inputs named in ``shown_inputs``; by default all of them when they are small.
+    ``exact`` compares without tolerance, for answers that are counts.
     """
 
     cases: Callable[[], Sequence[Case]]
@@ -115,6 +116,9 @@ class ArrayCheck:
     shape_hint: str = ""
     prepare: Prepare | None = None
     shown_inputs: tuple[str, ...] | None = None
+    # Counts (tokens, layers) must match exactly: a relative tolerance would let n ± 1
+    # pass once n is in the tens of thousands.
+    exact: bool = False
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         if not callable(answer):
@@ -147,7 +151,8 @@ class ArrayCheck:
         got = as_answer_array(value, name, want.ndim)
         if self.prepare is not None:
             got = self.prepare(got, notes)
-        if not matches(got, want):
+        same = np.array_equal(got, want) if self.exact else matches(got, want)
+        if not same:
             example = _example(got, want, case, name, self.shown_inputs)
             raise Fail(f"{self._diagnosis(got, want, case, name)}\n\n{example}")
 
