@@ -69,6 +69,33 @@ def test_random_score_rows_have_variance_d_k():
     assert np.array_equal(a, lesson.random_score_rows(8, seed=4))
 
 
+@pytest.mark.parametrize("sigma_q, sigma_k", [(0.5, 0.5), (3.0, 0.2), (math.sqrt(1 / 3),) * 2])
+def test_random_score_rows_with_other_spreads(sigma_q, sigma_k):
+    # Lesson 02, Section 7: Var(q·k) = σ_q² σ_k² d_k; the same draws, only rescaled.
+    S = lesson.random_score_rows(64, n_rows=1000, seed=2, sigma_q=sigma_q, sigma_k=sigma_k)
+    assert S.var() == pytest.approx((sigma_q * sigma_k) ** 2 * 64, rel=0.1)
+    unit = lesson.random_score_rows(64, n_rows=1000, seed=2)
+    np.testing.assert_allclose(S, sigma_q * sigma_k * unit, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "d_k, target, sigma_q, sigma_k",
+    [(256, 1.0, 1 / 3**0.5, 1 / 3**0.5), (100, 0.25, 1.0, 1.0), (48, 3.0, 2.0, 0.1)],
+)
+def test_divisor_for_variance_gives_the_target_variance(d_k, target, sigma_q, sigma_k):
+    tau = lesson.divisor_for_variance(d_k, target, sigma_q, sigma_k)
+    S = lesson.random_score_rows(d_k, n_rows=2000, seed=7, sigma_q=sigma_q, sigma_k=sigma_k)
+    assert (S / tau).var() == pytest.approx(target, rel=0.08)
+    assert tau == pytest.approx(solutions.divisor_for_variance(d_k, target, sigma_q, sigma_k))
+
+
+def test_the_constant_in_front_of_root_d_k_sets_a_variance_free_of_d_k():
+    # Lesson 03: dividing by c√d_k gives variance 1/c² at every d_k.
+    for d_k in (16, 256, 1024):
+        S = lesson.random_score_rows(d_k, n_rows=2000, seed=d_k)
+        assert (S / (2 * math.sqrt(d_k))).var() == pytest.approx(0.25, rel=0.08)
+
+
 def test_gap_sweep_goes_from_uniform_to_one_hot():
     top, ent = lesson.gap_sweep([0.0, 5.0, 30.0], n_keys=16)
     assert top[0] == pytest.approx(1 / 16) and ent[0] == pytest.approx(math.log(16))

@@ -12,7 +12,7 @@ import numpy as np
 from ..lessons.scaling import temperature_for_entropy
 from ..softmax import entropy, softmax
 from . import solutions
-from .arrays import ArrayCheck, Case, Mistake, softmax_rows
+from .arrays import ArrayCheck, Case, Mistake, ratio_hint, softmax_rows
 from .registry import register
 
 
@@ -178,53 +178,85 @@ register(
 
 
 def divisor_cases() -> list[Case]:
-    # Targets other than 1, and d_k that are not squares, so each slip gives its own number.
-    pairs = [(128, 4.0), (512, 0.25), (96, 2.0), (1000, 1.0)]
+    # The first case has σ_q = σ_k = 1, so a slip in the square root or in the target is
+    # named before the spread of the entries comes in. After it, targets other than 1,
+    # d_k that are not squares and σ_q ≠ σ_k, so each slip gives its own number.
+    rows = [
+        (128, 4.0, 1.0, 1.0),
+        (512, 0.25, 0.5, 0.5),
+        (96, 2.0, 3.0, 0.2),
+        (1000, 1.0, np.sqrt(1 / 3), np.sqrt(1 / 3)),
+    ]
     return [
-        Case(f"d_k = {d_k}, target variance {v:g}", {"d_k": d_k, "target_variance": v})
-        for d_k, v in pairs
+        Case(
+            f"d_k = {d_k}, target variance {v:g}, σ_q = {sq:.4g}, σ_k = {sk:.4g}",
+            {"d_k": d_k, "target_variance": v, "sigma_q": sq, "sigma_k": sk},
+        )
+        for d_k, v, sq, sk in rows
     ]
 
 
 _RULE = (
-    "Random scores have Var(s) = d_k, and Var(s / τ) = Var(s) / τ², so Var(s / τ) = d_k / τ². "
-    "Set that equal to the target and solve for τ"
+    "Lesson 02 gives Var(q·k) = σ_q² σ_k² d_k, and Var(s / τ) = Var(s) / τ², so "
+    "Var(s / τ) = σ_q² σ_k² d_k / τ². Set that equal to the target and solve for τ"
 )
 
 DIVISOR_MISTAKES = (
     Mistake(
         f"You forgot the square root: dividing by τ divides the variance by τ². {_RULE}.",
-        lambda d_k, v: d_k / v,
+        lambda d_k, v, sq, sk: (sq * sk) ** 2 * d_k / v,
+    ),
+    Mistake(
+        "You left out the spread of the entries: your τ is right only when σ_q = σ_k = 1. "
+        f"Wider entries make wider scores, which need a larger divisor. {_RULE}.",
+        lambda d_k, v, sq, sk: np.sqrt(d_k / v),
+    ),
+    Mistake(
+        "You multiplied by σ_q² σ_k² after taking the square root: the variance carries "
+        f"σ_q² σ_k², so the divisor carries its square root, σ_q σ_k. {_RULE}.",
+        lambda d_k, v, sq, sk: (sq * sk) ** 2 * np.sqrt(d_k / v),
+    ),
+    Mistake(
+        "You divided by σ_q σ_k instead of multiplying: wider entries make wider scores, "
+        f"so they need a larger divisor, not a smaller one. {_RULE}.",
+        lambda d_k, v, sq, sk: np.sqrt(d_k / v) / (sq * sk),
     ),
     Mistake(
         f"You multiplied where you should divide: your τ gives variance 1/(target²). {_RULE}.",
-        lambda d_k, v: np.sqrt(d_k * v),
+        lambda d_k, v, sq, sk: sq * sk * np.sqrt(d_k * v),
     ),
     Mistake(
         f"Upside down: your τ is √(target / d_k), a number below 1 that makes scores larger. "
         f"{_RULE}.",
-        lambda d_k, v: np.sqrt(v / d_k),
+        lambda d_k, v, sq, sk: np.sqrt(v / d_k) / (sq * sk),
     ),
     Mistake(
-        "You returned √d_k, which gives variance 1 whatever the target. The target changes "
-        f"the answer: {_RULE}.",
-        lambda d_k, v: np.sqrt(d_k),
+        "You returned √d_k, which gives variance 1 only for σ_q = σ_k = 1 and a target of 1. "
+        f"{_RULE}.",
+        lambda d_k, v, sq, sk: np.sqrt(d_k),
     ),
     Mistake(
         f"You took the square root of d_k but not of the target. {_RULE}.",
-        lambda d_k, v: np.sqrt(d_k) / v,
+        lambda d_k, v, sq, sk: sq * sk * np.sqrt(d_k) / v,
     ),
 )
 
 register(
     "notebooks/03_scaling.ipynb",
     solutions.divisor_for_variance,
-    "divisor_for_variance(d_k, target_variance) -> τ with Var(q·k / τ) = target",
+    "divisor_for_variance(d_k, target_variance, sigma_q, sigma_k) -> τ with Var(q·k / τ) = target",
     ArrayCheck(
         divisor_cases,
         reference=solutions.divisor_for_variance,
         shape_rule="one number, the divisor τ",
         mistakes=DIVISOR_MISTAKES,
+        hints=(
+            ratio_hint(
+                "Write the variance of q·k for entries of standard deviation σ_q and σ_k "
+                "(lesson 02, Section 7), divide it by τ², set that equal to the target "
+                "and solve for τ."
+            ),
+        ),
     ),
 )
 

@@ -57,9 +57,9 @@ def entropy(p):
     return -(p * np.log(safe)).sum(axis=-1)  # one number per row, in nats
 
 
-def divisor_for_variance(d_k, target_variance):
-    # Var(q·k / τ) = d_k / τ², which equals the target when τ = √(d_k / target)
-    return np.sqrt(d_k / target_variance)
+def divisor_for_variance(d_k, target_variance, sigma_q=1.0, sigma_k=1.0):
+    # Var(q·k / τ) = σ_q² σ_k² d_k / τ², which equals the target at τ = σ_q σ_k √(d_k / target)
+    return sigma_q * sigma_k * np.sqrt(d_k / target_variance)
 
 
 def temperature_for_entropy(scores, target):

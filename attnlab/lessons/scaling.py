@@ -33,11 +33,20 @@ _CHUNK = 100
 # ------------------------------------------------------------------- math
 
 
-def random_score_rows(d_k: int, n_keys: int = 16, n_rows: int = 400, seed: int = 0):
+def random_score_rows(
+    d_k: int,
+    n_keys: int = 16,
+    n_rows: int = 400,
+    seed: int = 0,
+    *,
+    sigma_q: float = 1.0,
+    sigma_k: float = 1.0,
+):
     """Raw scores of ``n_rows`` independent queries, each against its own ``n_keys`` keys.
 
-    Formula: ``S[r, j] = q_r · k_{r,j}`` with every entry of q and k ~ N(0, 1), so
-    each score has mean 0 and variance d_k (lesson 02).
+    Formula: ``S[r, j] = q_r · k_{r,j}`` with every entry of q ~ N(0, σ_q²) and of
+    k ~ N(0, σ_k²), so each score has mean 0 and variance σ_q² σ_k² d_k (lesson 02);
+    with the default σ_q = σ_k = 1 that is d_k.
 
     Shapes: → ``(n_rows, n_keys)``.
 
@@ -47,8 +56,8 @@ def random_score_rows(d_k: int, n_keys: int = 16, n_rows: int = 400, seed: int =
     S = np.empty((n_rows, n_keys))
     for start in range(0, n_rows, _CHUNK):
         m = min(_CHUNK, n_rows - start)
-        q = rng.standard_normal((m, d_k, 1))
-        K = rng.standard_normal((m, n_keys, d_k))
+        q = sigma_q * rng.standard_normal((m, d_k, 1))
+        K = sigma_k * rng.standard_normal((m, n_keys, d_k))
         S[start : start + m] = (K @ q)[..., 0]
     return S
 
@@ -316,6 +325,20 @@ def plot_jacobian(sat: Saturation):
     )
     ax.legend(fontsize=8, loc="lower left")
     return fig
+
+
+def divisor_for_variance(
+    d_k: int, target_variance: float, sigma_q: float = 1.0, sigma_k: float = 1.0
+) -> float:
+    """The divisor τ that gives random scores q · k the variance ``target_variance``.
+
+    Formula: Var(q · k / τ) = σ_q² σ_k² d_k / τ² (lesson 02, Section 7, and the scaling
+    rule Var(cX) = c² Var(X)), so τ = σ_q σ_k √(d_k / target_variance).
+
+    Shapes: numbers → a float.
+    Lesson: ``notebooks/03_scaling.ipynb`` (the course's answer to its exercise).
+    """
+    return float(sigma_q * sigma_k * np.sqrt(d_k / target_variance))
 
 
 def temperature_for_entropy(scores, target: float, low: float = 1e-3, high: float = 1e3) -> float:
