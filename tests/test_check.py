@@ -113,6 +113,14 @@ def masked_fill(Q, K, V, mask):
     return stable_softmax(S) @ V
 
 
+def relative_bias_loop(n, table):
+    B = np.empty((n, n))
+    for d in range(-(n - 1), n):  # fill one diagonal, i - j = d, at a time
+        rows = np.arange(max(d, 0), min(n, n + d))
+        B[rows, rows - d] = table[d + n - 1]
+    return B
+
+
 def alibi_loop(n, slope):
     return [[-slope * abs(i - j) for j in range(n)] for i in range(n)]
 
@@ -176,6 +184,13 @@ CORRECT = [
         lambda Q, K, V, mask: (
             stable_softmax(np.where(mask, Q @ K.T / np.sqrt(Q.shape[1]), -np.inf)) @ V
         ).astype(np.float32),
+    ),
+    ("relative_bias", relative_bias_loop),
+    (
+        "relative_bias",
+        lambda n, table: np.asarray(table)[
+            np.subtract.outer(np.arange(n), np.arange(n)) + n - 1
+        ].tolist(),
     ),
     ("alibi_bias", alibi_loop),
     ("alibi_bias", lambda n, slope: -slope * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))),

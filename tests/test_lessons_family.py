@@ -63,6 +63,16 @@ def test_t5_buckets_follow_the_t5_rule():
     assert list(causal) == [0, 5, 31]
 
 
+def test_relative_bias_reads_one_table_entry_per_diagonal():
+    table = np.arange(1.0, 8.0)  # n = 4: b_-3 … b_3 are 1 … 7, so b_0 = 4
+    B = family.relative_bias(4, table)
+    assert np.all(np.diag(B) == 4) and B[3, 0] == 7 and B[0, 3] == 1
+    np.testing.assert_array_equal(B, solutions.relative_bias(4, table))
+    np.testing.assert_array_equal(B, ex.relative_bias_reference(4, table))
+    with pytest.raises(ValueError, match="table must have 2n - 1 = 7 entries"):
+        family.relative_bias(4, table[:-1])
+
+
 def test_alibi_slopes_and_bias():
     np.testing.assert_allclose(family.alibi_slopes(8), 2.0 ** -np.arange(1, 9))
     np.testing.assert_allclose(family.alibi_slopes(4), 2.0 ** (-2 * np.arange(1, 5)))

@@ -1,4 +1,5 @@
-"""Exercises ``alibi_bias`` (ALiBi's distance penalty) and ``linear_attention``
+"""Exercises ``relative_bias`` (a learned bias per distance, read from a table),
+``alibi_bias`` (ALiBi's distance penalty) and ``linear_attention``
 (elu(x) + 1 features, multiplied in the order that never forms an n × n matrix).
 
 The checker sees results, not the order of the products, so ``linear_attention`` is
@@ -35,6 +36,11 @@ def elu_feature(x):
     return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
 
 
+def relative_bias_reference(n, table):
+    i = np.arange(n)
+    return np.asarray(table, dtype=float)[i[:, None] - i[None, :] + n - 1]
+
+
 def alibi_bias_reference(n, slope):
     i = np.arange(n)
     return -slope * np.abs(i[:, None] - i[None, :]).astype(float)
@@ -43,6 +49,76 @@ def alibi_bias_reference(n, slope):
 def linear_attention_reference(Q, K, V):
     fq, fk = elu_feature(Q), elu_feature(K)
     return (fq @ (fk.T @ np.asarray(V, dtype=float))) / (fq @ fk.sum(axis=0))[:, None]
+
+
+# ----------------------------------------------------------------- relative_bias
+
+
+def relative_cases() -> list[Case]:
+    # Tables of distinct, readable numbers: 10 × (distance + n), so that a learner who
+    # reads the feedback can tell which distance each entry came from.
+    def table(n):
+        return 10.0 * np.arange(1, 2 * n)
+
+    rng = np.random.default_rng(909)
+    return [
+        Case("n = 3, table = [10, 20, 30, 40, 50] (b_-2 … b_2)", {"n": 3, "table": table(3)}),
+        Case("n = 4, table = [10, 20, …, 70] (b_-3 … b_3)", {"n": 4, "table": table(4)}),
+        Case(
+            "n = 5, a table of 9 random biases",
+            {"n": 5, "table": np.round(rng.normal(size=9), 2)},
+        ),
+        Case("n = 1, a single token: table = [7]", {"n": 1, "table": np.array([7.0])}),
+    ]
+
+
+def _table_at(n, table, index):
+    return np.asarray(table, dtype=float)[index(np.arange(n)[:, None], np.arange(n)[None, :])]
+
+
+_WHERE_B0 = (
+    "The table lists b_-(n-1), …, b_0, …, b_(n-1) in order, so b_0 sits at index n − 1 "
+    "and b_(i−j) at index i − j + n − 1."
+)
+
+RELATIVE_MISTAKES = (
+    Mistake(
+        "You indexed the table with i − j itself. Where i − j is negative (keys after the "
+        "query) NumPy does not complain: `table[-1]` is the *last* entry, so those keys "
+        "silently got the biases of large positive distances. " + _WHERE_B0,
+        lambda n, table: _table_at(n, table, lambda i, j: i - j),
+    ),
+    Mistake(
+        "Your matrix is the transpose of the right one: you read b_(j−i), key minus "
+        "query. Row i is query i, so B[i, j] = b_(i−j): the key one place *before* the "
+        "query (j = i − 1) gets b_1. " + _WHERE_B0,
+        lambda n, table: _table_at(n, table, lambda i, j: j - i + n - 1),
+    ),
+    Mistake(
+        "You used the distance without its sign, |i − j|: keys before and after the "
+        "query at the same distance got the same bias. A relative bias can tell them "
+        "apart, which is why the table has 2n − 1 entries and not n. " + _WHERE_B0,
+        lambda n, table: _table_at(n, table, lambda i, j: np.abs(i - j) + n - 1),
+    ),
+)
+
+
+register(
+    LESSON,
+    solutions.relative_bias,
+    "relative_bias(n, table) -> B with B[i, j] = b_(i−j) = table[i − j + n − 1], shape (n, n)",
+    ArrayCheck(
+        relative_cases,
+        reference=relative_bias_reference,
+        shape_rule="one bias per (query, key) pair: (n, n)",
+        mistakes=RELATIVE_MISTAKES,
+        shape_hint=(
+            "Index the table with an (n, n) array of whole numbers, one per (query, key) "
+            "pair: NumPy then returns an (n, n) array. A column `np.arange(n)[:, None]` "
+            "minus a row `np.arange(n)[None, :]` broadcasts to every i − j."
+        ),
+    ),
+)
 
 
 # -------------------------------------------------------------------- alibi_bias
@@ -271,8 +347,8 @@ register(
         shape_rule="one bias per (query, key) pair: (n, n)",
         mistakes=ALIBI_MISTAKES,
         shape_hint=(
-            "`i = np.arange(n)`; then `i[:, None] - i[None, :]` is the (n, n) matrix of "
-            "differences i − j, queries down the rows and keys across."
+            "Build the (n, n) matrix of differences i − j the way you did for "
+            "`relative_bias`, queries down the rows and keys across, then take its size."
         ),
     ),
 )

@@ -9,7 +9,7 @@ these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_prod
 (softmax, softmax_jacobian, causal_mask), 05_values (attention, masked_attention),
 06_heads_and_masks (multi_head_attention, kv_cache_bytes, padding_causal_mask),
 07_cost_and_tiling (longest_sequence, online_softmax), 08_does_scaling_matter
-(softmax_backward, attention_grad_q), 09_attention_family (alibi_bias,
+(softmax_backward, attention_grad_q), 09_attention_family (relative_bias, alibi_bias,
 linear_attention).
 """
 
@@ -154,6 +154,12 @@ def attention_grad_q(Q, K, V, grad_O, scale):
     grad_P = grad_O @ V.T  # O = P V is a linear layer in P with weights V
     grad_S = softmax_backward(P, grad_P)  # back through each row's softmax
     return scale * grad_S @ K  # S = scale · Q Kᵀ is a linear layer in Q with weights scale · Kᵀ
+
+
+def relative_bias(n, table):
+    i = np.arange(n)
+    # b_(i-j) is stored at index i - j + n - 1: b_-(n-1) is table[0], b_0 is table[n - 1]
+    return table[i[:, None] - i[None, :] + n - 1]
 
 
 def alibi_bias(n, slope):

@@ -57,7 +57,7 @@ CLASSIC_MISTAKES = {
     "attention": ("Q @ K.T / np.sqrt(d_k)", "Q @ K.T"),  # unscaled scores
     "longest_sequence": ("memory_bytes // bytes_per_number", "memory_bytes"),  # bytes as numbers
     "multi_head_attention": (".reshape(n, d_model) @ W_O", ".reshape(n, d_model)"),  # no W_O
-    "alibi_bias": ("-slope * distance", "slope * distance"),  # the sign: far keys favoured
+    "relative_bias": ("i[None, :] + n - 1", "i[None, :]"),  # i - j alone: negatives wrap
     "softmax_backward": ("p * (grad_p - dot)", "p * grad_p"),  # the row term forgotten
 }
 
