@@ -185,6 +185,8 @@ CORRECT = [
             stable_softmax(np.where(mask, Q @ K.T / np.sqrt(Q.shape[1]), -np.inf)) @ V
         ).astype(np.float32),
     ),
+    ("output_change", lambda A, j, delta: A[:, j, None] * delta[None, :]),
+    ("output_change", lambda A, j, delta: A @ np.outer(np.eye(A.shape[1])[j], delta)),
     ("relative_bias", relative_bias_loop),
     (
         "relative_bias",

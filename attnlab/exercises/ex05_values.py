@@ -1,4 +1,6 @@
-"""Exercises ``attention`` and ``masked_attention``: softmax(Q Kᵀ / √d_k) V.
+"""Exercises ``attention`` and ``masked_attention``, softmax(Q Kᵀ / √d_k) V, and
+``output_change``: Z = A V is linear in V, so adding δ to value row j adds A_ij δ to
+output row i, through column j of A.
 
 Lesson: ``notebooks/05_values.ipynb``.
 """
@@ -222,6 +224,79 @@ register(
         mistakes=_common_mistakes(),
         hints=(_overflow_hint,),
         shape_hint=_SHAPES,
+    ),
+)
+# ---------------------------------------------------------------- output_change
+
+
+def output_change_reference(A, j, delta):
+    """ΔZ = A (V + e_j δᵀ) − A V = A[:, j] δᵀ: column j of A times the change δ."""
+    return np.outer(np.asarray(A, dtype=float)[:, j], np.asarray(delta, dtype=float))
+
+
+def output_change_cases() -> list[Case]:
+    # A square, non-symmetric A comes first: there row j and column j of A differ but
+    # have the same length, so reading the row gives numbers that can be named.
+    rng = np.random.default_rng(505)
+    square = np.round(softmax_rows(rng.normal(size=(3, 3)) * 1.5), 3)
+    square[:, -1] = 1 - square[:, :-1].sum(axis=1)  # rows sum to 1 after rounding
+    wide = softmax_rows(rng.normal(size=(2, 5)))
+    causal = softmax_rows(np.where(np.tri(4, dtype=bool), rng.normal(size=(4, 4)), -np.inf))
+    return [
+        Case(
+            "A (3×3), j = 0, δ = [1, -2]",
+            {"A": square, "j": 0, "delta": np.array([1.0, -2.0])},
+        ),
+        Case(
+            "A (2×5): 2 queries, 5 keys; j = 4, δ = [0.5, 0, 2]",
+            {"A": wide, "j": 4, "delta": np.array([0.5, 0.0, 2.0])},
+        ),
+        Case(
+            "causal A (4×4), j = 2: queries 0 and 1 give key 2 no weight",
+            {"A": causal, "j": 2, "delta": np.array([3.0, 1.0])},
+        ),
+    ]
+
+
+_LINEAR = (
+    "Z = A V, so row i of Z is Σ_k A_ik v_k, and only the term k = j changes: by A_ij δ. "
+    "Query i feels the change with its own weight on key j, A[i, j], which is column j of A"
+)
+
+OUTPUT_CHANGE_MISTAKES = (
+    Mistake(
+        "You used row j of A, A[j]: that is how token j itself spreads its attention. "
+        "What matters is how much each query attends *to* token j, column j, A[:, j]. "
+        f"{_LINEAR}.",
+        lambda A, j, delta: np.outer(A[j], delta),
+    ),
+    Mistake(
+        "Every query got the whole change δ. But a query only passes on value row j in "
+        f"proportion to its weight on j. {_LINEAR}.",
+        lambda A, j, delta: np.tile(delta, (A.shape[0], 1)),
+    ),
+    Mistake(
+        "Only row j of your result changed. Token j's value reaches every query that "
+        f"attends to it, not only query j. {_LINEAR}.",
+        lambda A, j, delta: np.outer(np.eye(A.shape[0], A.shape[1])[:, j] * A[:, j], delta),
+    ),
+)
+
+register(
+    LESSON,
+    solutions.output_change,
+    "output_change(A, j, delta) -> how Z = A V changes when delta is added to value row j, "
+    "shape (n_q, d_v)",
+    ArrayCheck(
+        output_change_cases,
+        reference=output_change_reference,
+        shape_rule="one row per query and one column per value feature, (n_q, d_v)",
+        mistakes=OUTPUT_CHANGE_MISTAKES,
+        shape_hint=(
+            "A is (n_q, n_k) and δ is (d_v,); the change is one row of d_v numbers per "
+            "query, (n_q, d_v). A column of n_q numbers times a row of d_v numbers gives "
+            "that shape: `np.outer`, or `col[:, None] * row[None, :]`."
+        ),
     ),
 )
 register(

@@ -6,7 +6,7 @@ compare answers with the validated functions of ``attnlab``; the tests check tha
 these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_product
 (scores, score_matrix), 02_variance (scaled_scores, std_512, uniform_score_variance),
 03_scaling (entropy, divisor_for_variance, temperature_for_entropy), 04_softmax
-(softmax, softmax_jacobian, causal_mask), 05_values (attention, masked_attention),
+(softmax, softmax_jacobian, causal_mask), 05_values (attention, output_change, masked_attention),
 06_heads_and_masks (multi_head_attention, kv_cache_bytes, padding_causal_mask),
 07_cost_and_tiling (longest_sequence, online_softmax), 08_does_scaling_matter
 (softmax_backward, attention_grad_q), 09_attention_family (relative_bias, alibi_bias,
@@ -94,6 +94,11 @@ def attention(Q, K, V):
     d_k = Q.shape[-1]
     weights = softmax(Q @ K.T / np.sqrt(d_k))  # (n_q, n_k), each row sums to 1
     return weights @ V  # (n_q, d_v)
+
+
+def output_change(A, j, delta):
+    # Z = A V: row i is sum_k A[i, k] v_k, and only v_j changes, so row i moves by A[i, j] delta
+    return np.outer(A[:, j], delta)  # (n_q,) column of A times (d_v,) change: (n_q, d_v)
 
 
 def masked_attention(Q, K, V, mask):

@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.patches import Polygon
 
 from .. import plots
+from .._inputs import is_whole_number
 
 
 def _cross(o, a, b) -> float:
@@ -71,6 +72,27 @@ def inside_hull(points, hull, tol: float = 1e-12) -> np.ndarray:
     rel = pts[:, None, :] - a[None, :, :]  # (m, h, 2)
     cross = edge[None, :, 0] * rel[..., 1] - edge[None, :, 1] * rel[..., 0]
     return np.all(cross >= -tol, axis=1)
+
+
+def output_change(A, j: int, delta) -> np.ndarray:
+    """How the output Z = A V changes when ``delta`` is added to value row j.
+
+    Formula: Z is linear in V, so ΔZ = A (e_j δᵀ) = A[:, j] δᵀ: query i receives the
+    change in proportion to its weight on key j, column j of A. The weights themselves
+    depend on Q and K only, so they do not move.
+
+    Shapes: ``A`` (n_q, n_k), ``j`` an index into the keys, ``delta`` (d_v,) → (n_q, d_v).
+    Lesson: ``notebooks/05_values.ipynb`` (the course's answer to its exercise).
+    """
+    A = np.asarray(A, dtype=float)
+    delta = np.asarray(delta, dtype=float)
+    if A.ndim != 2:
+        raise ValueError(f"A must be a 2-D array of weights (n_q, n_k), got shape {A.shape}.")
+    if delta.ndim != 1:
+        raise ValueError(f"delta must be a 1-D change of one value row (d_v,), got {delta.shape}.")
+    if not is_whole_number(j) or not 0 <= j < A.shape[1]:
+        raise ValueError(f"j must be a key index from 0 to {A.shape[1] - 1}, got {j!r}.")
+    return np.outer(A[:, j], delta)
 
 
 def hull_picture(V, outputs: dict, labels=None, ax=None, title=""):

@@ -1,0 +1,55 @@
+"""Tests for lesson 05's tool ``attnlab.lessons.values.output_change``: Z = A V is linear
+in V, so a change δ of value row j moves output row i by A[i, j] δ."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import attnlab
+from attnlab.exercises import solutions
+from attnlab.exercises.ex05_values import output_change_reference
+from attnlab.lessons.values import output_change
+
+
+@given(
+    n_q=st.integers(1, 5),
+    n_k=st.integers(1, 5),
+    d_v=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_output_change_matches_running_attention_again(n_q, n_k, d_v, seed, data):
+    j = data.draw(st.integers(0, n_k - 1))
+    rng = np.random.default_rng(seed)
+    Q, K = rng.normal(size=(n_q, 3)), rng.normal(size=(n_k, 3))
+    V, delta = rng.normal(size=(n_k, d_v)), rng.normal(size=d_v)
+    Z, A = attnlab.attention(Q, K, V, return_weights=True)
+    V2 = V.copy()
+    V2[j] += delta
+    want = attnlab.attention(Q, K, V2) - Z
+    np.testing.assert_allclose(output_change(A, j, delta), want, atol=1e-12)
+    np.testing.assert_allclose(solutions.output_change(A, j, delta), want, atol=1e-12)
+    np.testing.assert_allclose(output_change_reference(A, j, delta), want, atol=1e-12)
+
+
+def test_a_masked_key_reaches_no_query_that_cannot_see_it():
+    mask = attnlab.causal_mask(4)
+    rng = np.random.default_rng(0)
+    _, A = attnlab.attention(*rng.normal(size=(3, 4, 2)), mask=mask, return_weights=True)
+    change = output_change(A, 2, np.ones(2))
+    assert np.all(change[:2] == 0) and np.all(change[2:] > 0)
+
+
+@pytest.mark.parametrize(
+    "args, phrase",
+    [
+        ((np.ones(3), 0, np.ones(2)), "A must be a 2-D array"),
+        ((np.ones((2, 3)), 0, np.ones((1, 2))), "delta must be a 1-D"),
+        ((np.ones((2, 3)), 3, np.ones(2)), "j must be a key index from 0 to 2"),
+        ((np.ones((2, 3)), True, np.ones(2)), "j must be a key index"),
+    ],
+)
+def test_output_change_names_the_bad_argument(args, phrase):
+    with pytest.raises(ValueError, match=phrase):
+        output_change(*args)
