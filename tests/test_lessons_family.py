@@ -63,6 +63,22 @@ def test_t5_buckets_follow_the_t5_rule():
     assert list(causal) == [0, 5, 31]
 
 
+def test_rotated_scores_depend_only_on_the_distance():
+    # RoPE, lesson 09: R(a)ᵀ R(b) = R(b − a), so (R(iθ) q) · (R(jθ) k) depends on i − j only.
+    rng = np.random.default_rng(4)
+    q, k = rng.normal(size=(2, 2))
+    scores = [
+        (family.rotation(i * 0.3) @ q) @ (family.rotation(j * 0.3) @ k)
+        for i, j in ((3, 1), (40, 38))
+    ]
+    assert scores[0] == pytest.approx(scores[1], abs=1e-12)
+    R = family.rotation(0.7)
+    np.testing.assert_allclose(R.T @ R, np.eye(2), atol=1e-15)
+    np.testing.assert_allclose(
+        family.rotation(0.2).T @ family.rotation(0.9), family.rotation(0.7), atol=1e-15
+    )
+
+
 def test_relative_bias_reads_one_table_entry_per_diagonal():
     table = np.arange(1.0, 8.0)  # n = 4: b_-3 … b_3 are 1 … 7, so b_0 = 4
     B = family.relative_bias(4, table)

@@ -183,7 +183,7 @@ def divisor_cases() -> list[Case]:
     # d_k that are not squares and σ_q ≠ σ_k, so each slip gives its own number.
     rows = [
         (128, 4.0, 1.0, 1.0),
-        (512, 0.25, 0.5, 0.5),
+        (512, 0.25, 0.4, 0.4),
         (96, 2.0, 3.0, 0.2),
         (1000, 1.0, np.sqrt(1 / 3), np.sqrt(1 / 3)),
     ]

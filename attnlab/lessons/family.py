@@ -127,6 +127,19 @@ def plot_spreads(d_ks, spreads: dict):
 # -------------------------------------------------------------------- relative position
 
 
+def rotation(angle: float) -> np.ndarray:
+    """The 2 × 2 matrix that turns a vector by ``angle`` radians, anticlockwise.
+
+    RoPE turns each pair of features of the query at position i by iθ and of the key
+    at position j by jθ; since ``rotation(a).T @ rotation(b) == rotation(b − a)``, the
+    dot product of the two depends only on j − i.
+
+    Shapes: → ``(2, 2)``. Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s], [s, c]])
+
+
 def relative_bias(n: int, table) -> np.ndarray:
     """A learned bias per distance: ``B[i, j] = table[i − j + n − 1]``.
 

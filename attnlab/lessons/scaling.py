@@ -344,9 +344,10 @@ def divisor_for_variance(
 def temperature_for_entropy(scores, target: float, low: float = 1e-3, high: float = 1e3) -> float:
     """The temperature τ at which ``softmax(scores / τ)`` has entropy ``target`` (nats).
 
-    For a row whose scores are not all equal, the entropy rises steadily with τ, from
+    For a row whose largest score is unique, the entropy rises steadily with τ, from
     near 0 (τ → 0, one-hot) to log n (τ → ∞, uniform), so one τ fits any target in
-    between; bisection on log τ finds it.
+    between; bisection on log τ finds it. (With m scores tied for the largest, the
+    entropy only falls to log m as τ → 0.)
 
     Shapes: ``scores`` ``(n,)`` → a float.
     Lesson: ``notebooks/03_scaling.ipynb``.
