@@ -39,7 +39,11 @@ def softmax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> np.n
         raise ValueError("x must have at least one dimension; softmax of a single number is 1.")
     axis = _check_axis(axis, x.ndim)
     if np.isnan(x).any():
-        raise ValueError("x contains NaN; softmax needs numbers (use -inf to drop an entry).")
+        raise ValueError(
+            "x contains NaN; softmax needs numbers (use -inf to drop an entry). A NaN often "
+            "comes from 0 * inf, e.g. multiplying a mask by -inf: use np.where to set the "
+            "dropped entries to -inf instead."
+        )
     if np.isposinf(x).any():
         raise ValueError("x contains +inf; softmax is undefined there (use -inf to drop an entry).")
     work, out = compute_dtype(x)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from attnlab import softmax as course_softmax
 from attnlab.exercises import CheckResult, check, exercise_ids, get_exercise, solution, solutions
 from attnlab.exercises.arrays import ArrayCheck, matches, wrong_result
 from attnlab.exercises.numbers import NumberCheck
@@ -759,3 +760,23 @@ def test_importing_the_checker_needs_only_numpy_and_the_standard_library():
 def test_a_bad_timeout_is_the_callers_error(timeout):
     with pytest.raises(ValueError, match="timeout must be a positive number"):
         check("scores", solutions.scores, timeout=timeout)
+
+
+@pytest.mark.parametrize("blocked", [-5.0, -10.0])
+def test_masked_attention_names_a_finite_blocked_score(blocked):
+    # e^-10 is not 0: the numbers are close enough to print alike, so the feedback must say why.
+    def leaky(Q, K, V, mask):
+        S = np.where(mask, Q @ K.T / np.sqrt(Q.shape[1]), blocked)
+        return course_softmax(S) @ V
+
+    result = check("masked_attention", leaky)
+    assert not result
+    assert f"score {blocked:g} instead of -inf" in result.message
+
+
+def test_a_mask_multiplied_by_minus_inf_is_explained():
+    def nan_mask(Q, K, V, mask):
+        return course_softmax(Q @ K.T / np.sqrt(Q.shape[1]) + (-np.inf) * ~mask) @ V
+
+    result = check("masked_attention", nan_mask)
+    assert not result and "0 * inf" in result.message

@@ -206,6 +206,26 @@ MASK_MISTAKES = (
 )
 
 
+def _leak_hint(got, want, inputs):
+    """Close to the right numbers but not equal: blocked keys given a large but finite
+    score, so each keeps a small weight (e^-10 is 4.5e-5, not 0)."""
+    mask = inputs.get("mask")
+    got = np.asarray(got, dtype=float)
+    if mask is None or got.shape != want.shape or not np.isfinite(got).all():
+        return None
+    S = _scaled(inputs["Q"], inputs["K"])
+    for blocked in (-5.0, -10.0, -15.0, -20.0):
+        leaky = softmax_rows(np.where(mask, S, blocked)) @ inputs["V"]
+        if np.allclose(got, leaky, rtol=1e-6, atol=1e-9):
+            return (
+                f"Close, but not exact: your blocked keys seem to get the score {blocked:g} "
+                f"instead of -inf. e^({blocked:g}) is {np.exp(blocked):.1e}, not 0, so each "
+                "blocked key still passes on a little of its value, more when the allowed "
+                "scores are low too. Give blocked scores -np.inf: e^(-inf) is exactly 0."
+            )
+    return None
+
+
 _overflow_hint = overflow_hint(
     "Your attention returned NaN or inf for large scores: exp(800) overflows to inf. "
     "Subtract each row's maximum score before exp: that leaves the weights unchanged "
@@ -309,7 +329,7 @@ register(
         reference=attention,
         shape_rule="one row per query and one column per value feature, (n_q, d_v)",
         mistakes=MASK_MISTAKES + _common_mistakes(),
-        hints=(_overflow_hint,),
+        hints=(_leak_hint, _overflow_hint),
         shape_hint=_SHAPES,
         # The mask is what most mistakes here are about; Q, K and V are too big to read.
         shown_inputs=("mask",),
