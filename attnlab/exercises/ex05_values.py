@@ -279,26 +279,31 @@ def output_change_cases() -> list[Case]:
 
 
 _LINEAR = (
-    "Z = A V, so row i of Z is Σ_k A_ik v_k, and only the term k = j changes: by A_ij δ. "
-    "Query i feels the change with its own weight on key j, A[i, j], which is column j of A"
+    "Write row i of Z as Σ_k A_ik v_k: which of its terms change when v_j does, and by how much"
 )
 
 OUTPUT_CHANGE_MISTAKES = (
     Mistake(
         "You used row j of A, A[j]: that is how token j itself spreads its attention. "
         "What matters is how much each query attends *to* token j, column j, A[:, j]. "
-        f"{_LINEAR}.",
+        f"{_LINEAR}?",
         lambda A, j, delta: np.outer(A[j], delta),
     ),
     Mistake(
         "Every query got the whole change δ. But a query only passes on value row j in "
-        f"proportion to its weight on j. {_LINEAR}.",
+        f"proportion to its weight on j. {_LINEAR}?",
         lambda A, j, delta: np.tile(delta, (A.shape[0], 1)),
     ),
     Mistake(
         "Only row j of your result changed. Token j's value reaches every query that "
-        f"attends to it, not only query j. {_LINEAR}.",
+        f"attends to it, not only query j. {_LINEAR}?",
         lambda A, j, delta: np.outer(np.eye(A.shape[0], A.shape[1])[:, j] * A[:, j], delta),
+    ),
+    Mistake(
+        "You divided column j of A by its sum. The rows of A sum to 1 (each query shares "
+        "out its attention), but its columns need not: a key can get more or less than one "
+        f"query's worth of attention in total. {_LINEAR}?",
+        lambda A, j, delta: np.outer(A[:, j] / A[:, j].sum(), delta),
     ),
 )
 
