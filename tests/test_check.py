@@ -23,7 +23,7 @@ from attnlab.exercises.arrays import ArrayCheck, matches, wrong_result
 from attnlab.exercises.numbers import NumberCheck
 
 IDS = (
-    "scores",
+    "cross_scores",
     "scaled_scores",
     "softmax",
     "softmax_jacobian",
@@ -122,8 +122,11 @@ def relative_bias_loop(n, table):
     return B
 
 
-def alibi_loop(n, slope):
-    return [[-slope * abs(i - j) for j in range(n)] for i in range(n)]
+def alibi_loop(n, H):
+    return [
+        [[-(2.0 ** (-8 * (h + 1) / H)) * abs(i - j) for j in range(n)] for i in range(n)]
+        for h in range(H)
+    ]
 
 
 def elu_plus_one(x):
@@ -144,12 +147,19 @@ def linear_attention_einsum(Q, K, V):
 
 
 CORRECT = [
-    ("scores", lambda Q, K: Q @ K.T),
-    ("scores", scores_loop),
-    ("scores", lambda Q, K: np.einsum("id,jd->ij", Q, K)),
-    ("scores", lambda Q, K: [[float(np.dot(q, k)) for k in K] for q in Q]),
-    ("scores", lambda Q, K: Q.astype(np.float32) @ K.astype(np.float32).T),
-    ("scores", lambda Q, K: np.dot(Q, np.transpose(K))),
+    ("cross_scores", lambda X_q, X_kv, W_Q, W_K: (X_q @ W_Q) @ (X_kv @ W_K).T),
+    ("cross_scores", lambda X_q, X_kv, W_Q, W_K: X_q @ (W_Q @ W_K.T) @ X_kv.T),
+    ("cross_scores", lambda X_q, X_kv, W_Q, W_K: scores_loop(X_q @ W_Q, X_kv @ W_K)),
+    ("cross_scores", lambda X_q, X_kv, W_Q, W_K: np.einsum("id,de,je->ij", X_q, W_Q @ W_K.T, X_kv)),
+    (
+        "cross_scores",
+        lambda X_q, X_kv, W_Q, W_K: [[float(np.dot(x @ W_Q, y @ W_K)) for y in X_kv] for x in X_q],
+    ),
+    (
+        "cross_scores",
+        lambda *a: (a[0] @ a[2]).astype(np.float32) @ (a[1] @ a[3]).astype(np.float32).T,
+    ),
+    ("cross_scores", lambda X_q, X_kv, W_Q, W_K: np.dot(X_q @ W_Q, np.transpose(X_kv @ W_K))),
     ("scaled_scores", lambda Q, K: Q @ K.T / np.sqrt(K.shape[-1])),
     ("scaled_scores", scaled_scores_loop),
     ("scaled_scores", lambda Q, K: np.einsum("id,jd->ij", Q, K) * Q.shape[1] ** -0.5),
@@ -195,11 +205,20 @@ CORRECT = [
             np.subtract.outer(np.arange(n), np.arange(n)) + n - 1
         ].tolist(),
     ),
-    ("alibi_bias", alibi_loop),
-    ("alibi_bias", lambda n, slope: -slope * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))),
+    ("alibi_biases", alibi_loop),
     (
-        "alibi_bias",
-        lambda n, slope: (-slope * np.abs(np.arange(n)[:, None] - np.arange(n))).tolist(),
+        "alibi_biases",
+        lambda n, H: (
+            -np.logspace(-8 / H, -8, H, base=2)[:, None, None]
+            * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+        ),
+    ),
+    (
+        "alibi_biases",
+        lambda n, H: [
+            (-(2.0 ** (-8 * h / H)) * np.abs(np.arange(n)[:, None] - np.arange(n))).tolist()
+            for h in range(1, H + 1)
+        ],
     ),
     ("linear_attention", linear_attention_loop),
     ("linear_attention", linear_attention_einsum),
@@ -338,7 +357,7 @@ def test_feedback_is_deterministic():
     def wrong(Q, K):
         return K @ Q.T
 
-    assert check("scores", wrong).message == check("scores", wrong).message
+    assert check("scaled_scores", wrong).message == check("scaled_scores", wrong).message
 
 
 def test_overflow_message_teaches_the_fix():
@@ -362,7 +381,7 @@ def test_unmatched_wrong_jacobian_gets_a_property_hint():
 
 
 def test_wrong_numbers_without_a_known_cause_report_the_largest_difference():
-    result = check("scores", lambda Q, K: Q @ K.T + 1.0)
+    result = check("scaled_scores", lambda Q, K: Q @ K.T / np.sqrt(Q.shape[1]) + 1.0)
     assert "largest difference is 1" in result.message
 
 
@@ -386,7 +405,7 @@ def test_exception_in_answer_is_reported_with_their_line_not_a_traceback():
 
 
 def test_shape_error_in_answer_gets_the_exercise_hint():
-    result = check("scores", lambda Q, K: Q @ K if Q.shape != K.shape else Q @ K.T)
+    result = check("scaled_scores", lambda Q, K: Q @ K if Q.shape != K.shape else Q @ K.T)
     assert "raised ValueError" in result.message
     assert "`Q @ K.T` is (n_q, d_k) @ (d_k, n_k)" in result.message
 
@@ -414,14 +433,14 @@ def test_not_implemented_is_friendly():
 @pytest.mark.parametrize(
     ("answer", "phrase"),
     [
-        (lambda Q, K: (Q @ K.T)[0], "returned shape (3,), but the result should have shape"),
+        (lambda Q, K: (Q @ K.T)[0], "returned shape (4,), but the result should have shape"),
         (lambda Q, K: np.zeros((2, 2)), "shape (2, 2)"),
         (lambda Q, K: 3.0, "a single number"),
         (lambda Q, K: np.ones((K.shape[0], Q.shape[0] + 1)), "one row per query"),
     ],
 )
 def test_wrong_shape_states_expected_and_got(answer, phrase):
-    result = check("scores", answer)
+    result = check("scaled_scores", answer)
     assert not result.passed
     assert phrase in result.message
 
@@ -532,14 +551,16 @@ def test_outside_the_main_thread_an_endless_loop_is_stopped_too():
 
 def test_outside_the_main_thread_a_correct_answer_passes():
     results = []
-    worker = threading.Thread(target=lambda: results.append(check("scores", solutions.scores)))
+    worker = threading.Thread(
+        target=lambda: results.append(check("scaled_scores", solutions.scaled_scores))
+    )
     worker.start()
     worker.join(10)
     assert results and results[0].passed
 
 
 def test_no_time_limit_with_timeout_none():
-    assert check("scores", solutions.scores, timeout=None).passed
+    assert check("scaled_scores", solutions.scaled_scores, timeout=None).passed
 
 
 def _no_threads(self):
@@ -560,7 +581,9 @@ def test_without_signals_and_threads_answers_run_without_a_time_limit(monkeypatc
     monkeypatch.setattr(threading.Thread, "start", _no_threads)
     handler = signal.getsignal(signal.SIGALRM)
     assert check("softmax", solutions.softmax).passed
-    assert "transposed" in check("scores", lambda Q, K: K @ Q.T).message
+    assert (
+        "transposed" in check("scaled_scores", lambda Q, K: K @ Q.T / np.sqrt(Q.shape[1])).message
+    )
     assert "raised ValueError" in check("softmax", raises_value_error).message
     assert signal.getsignal(signal.SIGALRM) is handler
 
@@ -584,7 +607,7 @@ def test_other_failures_never_raise():
 
 
 def test_passing_a_result_instead_of_the_function_fails_kindly():
-    result = check("scores", np.zeros((2, 2)))
+    result = check("scaled_scores", np.zeros((2, 2)))
     assert not result.passed
     assert "your function itself" in result.message
 
@@ -613,18 +636,18 @@ def test_all_ids_are_registered():
 
 
 def test_result_is_truthy_only_when_passed_and_prints_plainly():
-    passed = check("scores", solutions.scores)
-    failed = check("scores", lambda Q, K: K @ Q.T)
+    passed = check("scaled_scores", solutions.scaled_scores)
+    failed = check("scaled_scores", lambda Q, K: K @ Q.T / np.sqrt(Q.shape[1]))
     assert isinstance(passed, CheckResult)
     assert bool(passed) is True and bool(failed) is False
     assert str(passed).startswith("PASS: ") and repr(passed).startswith("PASS: ")
     assert str(failed).startswith("FAIL: ") and repr(failed).startswith("FAIL: ")
-    assert passed.exercise == "scores"
+    assert passed.exercise == "scaled_scores"
 
 
 def test_html_shows_pass_and_fail_boxes_and_escapes():
-    passed = check("scores", solutions.scores)._repr_html_()
-    assert "✔ PASS" in passed and "<code>scores</code>" in passed and "FAIL" not in passed
+    passed = check("scaled_scores", solutions.scaled_scores)._repr_html_()
+    assert "✔ PASS" in passed and "<code>scaled_scores</code>" in passed and "FAIL" not in passed
     failed = CheckResult(False, "Your <script>alert(1)</script> & `x < y`\n\n    [[1 2]]", "s")
     html = failed._repr_html_()
     assert "✘ FAIL" in html and "PASS" not in html
@@ -658,13 +681,13 @@ def test_solution_returns_the_reference_source(exercise):
 def test_solution_mentions_the_functions_it_builds_on():
     assert solution("attention").uses == ("softmax",)
     assert "It calls `softmax`" in solution("attention")._repr_markdown_()
-    assert solution("scores").uses == ()
+    assert solution("cross_scores").uses == ()
 
 
 def test_exercises_know_their_lessons():
     lessons = {exercise: get_exercise(exercise).lesson for exercise in IDS}
     assert lessons == {
-        "scores": "notebooks/01_dot_product.ipynb",
+        "cross_scores": "notebooks/01_dot_product.ipynb",
         "scaled_scores": "notebooks/02_variance.ipynb",
         "softmax": "notebooks/04_softmax.ipynb",
         "softmax_jacobian": "notebooks/04_softmax.ipynb",
@@ -716,7 +739,8 @@ spec.loader.exec_module(exercises)
 from attnlab.exercises.arrays import ArrayCheck
 from attnlab.exercises.registry import register
 try:
-    register("notebooks/98_other.ipynb", exercises.solutions.scores, "", ArrayCheck(list, abs, ""))
+    taken_id = exercises.solutions.cross_scores
+    register("notebooks/98_other.ipynb", taken_id, "", ArrayCheck(list, abs, ""))
 except ValueError as exc:
     taken = str(exc)
 print(json.dumps({
@@ -736,7 +760,7 @@ def test_a_new_lesson_is_one_module_found_without_any_other_edit(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout)
-    assert seen["ids"][-1] == "double" and "scores" in seen["ids"]
+    assert seen["ids"][-1] == "double" and "cross_scores" in seen["ids"]
     assert seen["right"].startswith("PASS")
     assert seen["wrong"].startswith("FAIL: You tripled x.")
     assert seen["solution"].startswith("def double(x):")
@@ -759,7 +783,7 @@ def test_importing_the_checker_needs_only_numpy_and_the_standard_library():
 @pytest.mark.parametrize("timeout", [0, -1, "5", True])
 def test_a_bad_timeout_is_the_callers_error(timeout):
     with pytest.raises(ValueError, match="timeout must be a positive number"):
-        check("scores", solutions.scores, timeout=timeout)
+        check("scaled_scores", solutions.scaled_scores, timeout=timeout)
 
 
 @pytest.mark.parametrize("blocked", [-5.0, -10.0])

@@ -5,6 +5,7 @@ Lesson: ``notebooks/09_attention_family.ipynb``.
 """
 
 import os
+import re
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import attnlab
-from attnlab.exercises import check, solutions
+from attnlab.exercises import check, get_exercise, solutions
 from attnlab.exercises import ex09_family as ex
 from attnlab.lessons import family
 
@@ -94,8 +95,160 @@ def test_alibi_slopes_and_bias():
     np.testing.assert_allclose(family.alibi_slopes(4), 2.0 ** (-2 * np.arange(1, 5)))
     B = family.alibi_bias(4, 0.5)
     assert B[3, 0] == -1.5 and B[0, 3] == -1.5 and np.all(np.diag(B) == 0)
-    np.testing.assert_allclose(B, solutions.alibi_bias(4, 0.5))
-    np.testing.assert_allclose(B, ex.alibi_bias_reference(4, 0.5))
+
+
+def alibi_biases_loop(n, H):
+    """One entry at a time: head h (from 0) is the formula's head h + 1."""
+    B = np.empty((H, n, n))
+    for h in range(H):
+        slope = 2.0 ** (-8 * (h + 1) / H)
+        for i in range(n):
+            for j in range(n):
+                B[h, i, j] = -slope * abs(i - j)
+    return B
+
+
+@pytest.mark.parametrize(("n", "H"), [(1, 1), (3, 4), (2, 8), (5, 2), (4, 16)])
+def test_alibi_biases_match_a_loop_and_every_version_agrees(n, H):
+    want = alibi_biases_loop(n, H)
+    for version in (family.alibi_biases, solutions.alibi_biases, ex.alibi_biases_reference):
+        np.testing.assert_allclose(version(n, H), want, rtol=1e-15, atol=0)
+    # each head is the one-head bias with that head's slope, steepest first
+    for h, m in enumerate(family.alibi_slopes(H)):
+        np.testing.assert_array_equal(family.alibi_biases(n, H)[h], family.alibi_bias(n, m))
+
+
+def test_alibi_biases_first_and_last_head():
+    B = family.alibi_biases(3, 4)
+    assert B.shape == (4, 3, 3)
+    assert B[0, 0, 1] == -(2.0**-2) and B[-1, 2, 0] == -2 * 2.0**-8
+
+
+@pytest.mark.parametrize(
+    ("n", "H", "named"),
+    [
+        (4, 6, "H a power of 2"),
+        (4, 0, "number of heads H must be a whole number >= 1, got 0"),
+        (4, 2.0, "number of heads H must be a whole number >= 1, got 2.0"),
+        (0, 4, "number of tokens n must be a whole number >= 1, got 0"),
+        (2.5, 4, "number of tokens n must be a whole number >= 1, got 2.5"),
+    ],
+)
+def test_alibi_biases_name_what_is_wrong_with_n_or_h(n, H, named):
+    with pytest.raises(ValueError, match=re.escape(named)):
+        family.alibi_biases(n, H)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 6).map(lambda k: 2**k))
+def test_alibi_biases_properties(n, H):
+    B = family.alibi_biases(n, H)
+    assert B.shape == (H, n, n)
+    assert (B <= 0).all() and (np.diagonal(B, axis1=1, axis2=2) == 0).all()
+    np.testing.assert_array_equal(B, np.swapaxes(B, 1, 2))  # |i − j| = |j − i|
+    if n > 1:
+        slopes = -B[:, 1, 0]
+        np.testing.assert_allclose(slopes[0], 2.0 ** (-8 / H))
+        np.testing.assert_allclose(slopes[-1], 2.0**-8)
+        np.testing.assert_allclose(slopes[1:] / slopes[:-1], 2.0 ** (-8 / H))  # geometric
+        # every diagonal is constant: the bias depends on i − j only
+        for k in range(-n + 1, n):
+            d = np.diagonal(B, offset=k, axis1=1, axis2=2)
+            np.testing.assert_allclose(d, d[:, :1] * np.ones_like(d))
+
+
+ALIBI_ANSWERS = [
+    alibi_biases_loop,
+    lambda n, H: [
+        -(2.0 ** (-8 * (h + 1) / H)) * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+        for h in range(H)
+    ],
+    lambda n, H: np.einsum(
+        "h,ij->hij",
+        -np.geomspace(2.0 ** (-8 / H), 2.0**-8, H),
+        np.abs(np.arange(n)[:, None] - np.arange(n)),
+    ),
+    lambda n, H: (
+        -np.logspace(-8 / H, -8, H, base=2)[:, None, None]
+        * np.abs(np.arange(n)[:, None] - np.arange(n))
+    ).astype(np.float32),
+]
+
+
+@pytest.mark.parametrize("answer", ALIBI_ANSWERS)
+def test_alibi_biases_right_answers_in_any_style_pass(answer):
+    result = check("alibi_biases", answer)
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        # one slope, but not the first head's: the hint still sees the heads are all alike
+        (
+            lambda n, H: (
+                -(2.0**-8)
+                * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+                * np.ones((H, 1, 1))
+            ),
+            "have the same slope",
+        ),
+        # slopes growing linearly: no named slip, but each head is a multiple of |i − j|
+        (
+            lambda n, H: (
+                -np.arange(1, H + 1)[:, None, None]
+                * 2.0 ** (-8 / H)
+                * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+            ),
+            "the slopes are not ALiBi's",
+        ),
+        # no axes added: (H,) against (n, n) cannot broadcast
+        (
+            lambda n, H: (
+                -(2.0 ** (-8 * np.arange(1, H + 1) / H))
+                * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+            ),
+            "Broadcasting lines shapes up",
+        ),
+        # one head only
+        (
+            lambda n, H: -(2.0 ** (-8 / H)) * np.abs(np.subtract.outer(np.arange(n), np.arange(n))),
+            "one (n, n) bias matrix per head, heads first: (H, n, n)",
+        ),
+    ],
+)
+def test_alibi_biases_wrong_answers_no_slip_explains_get_a_pointer(answer, phrase):
+    result = check("alibi_biases", answer)
+    assert not result.passed
+    assert phrase in result.message
+
+
+# ------------------------------------------------- feedback that does not give the answer
+
+
+def feedback_texts(exercise):
+    checker = get_exercise(exercise).checker
+    return [m.message for m in checker.mistakes] + [checker.shape_hint]
+
+
+@pytest.mark.parametrize(
+    ("exercise", "answer_code"),
+    [
+        ("relative_bias", ("+ n - 1", "+ n − 1", "n - 1]", "[:, None]", "[None, :]")),
+        ("alibi_biases", ("[:, None, None]", "(H, 1, 1)", "h + 1", "arange(1, H + 1)")),
+        ("linear_attention", ("sum(axis=0)", "[:, None]", "np.exp(x)", "φ(K)ᵀ 1", "phi(")),
+    ],
+)
+def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_code):
+    for text in feedback_texts(exercise):
+        for code in answer_code:
+            assert code not in text, (exercise, code, text)
+
+
+@pytest.mark.parametrize("exercise", ["relative_bias", "alibi_biases", "linear_attention"])
+def test_each_mistake_message_ends_with_a_question_or_a_pointer(exercise):
+    for text in feedback_texts(exercise):
+        assert text.rstrip().endswith("?"), text
 
 
 def test_causal_masks_top_left_and_bottom_right():
@@ -250,6 +403,10 @@ def test_linear_attention_in_the_quadratic_order_fails_on_memory():
     result = check("linear_attention", quadratic_answer)
     assert not result.passed
     assert "right numbers" in result.message and "φ(K)ᵀ V" in result.message
+    # it points at the key side of both sums, without writing the denominator's code
+    assert "denominator" in result.message and result.message.rstrip().endswith("?")
+    for code in ("sum(axis=0)", "[:, None]", "φ(K)ᵀ 1", "phi("):
+        assert code not in result.message
 
 
 def test_linear_attention_in_the_linear_order_passes_and_says_so():

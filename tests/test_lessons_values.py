@@ -53,3 +53,22 @@ def test_a_masked_key_reaches_no_query_that_cannot_see_it():
 def test_output_change_names_the_bad_argument(args, phrase):
     with pytest.raises(ValueError, match=phrase):
         output_change(*args)
+
+
+def test_matrices_row_can_share_one_colour_scale_and_one_set_of_labels():
+    import matplotlib.pyplot as plt
+
+    from attnlab.lessons.values import matrices_row
+
+    small, large = np.full((2, 3), 0.5), np.full((2, 3), 2.0)
+    weights = np.full((2, 2), 0.5)
+    mats = {"small": small, "large": large, "weights": weights}
+    labels = ["a", "b", "c"]
+    for shared, want in [(False, [0.5, 2.0]), (True, [2.0, 2.0])]:
+        fig = matrices_row(mats, ["t0", "t1"], labels, weights=("weights",), shared_scale=shared)
+        limits = [ax.images[0].get_clim() for ax in fig.axes[:2]]
+        assert [hi for _, hi in limits] == want and all(lo == -hi for lo, hi in limits)
+        assert fig.axes[2].images[0].get_clim() == (0.0, 1.0)  # weights keep their own scale
+        for ax in fig.axes[:2]:
+            assert [t.get_text() for t in ax.get_xticklabels()] == labels
+        plt.close(fig)

@@ -89,3 +89,14 @@ def test_learner_vectors_start_where_they_are():
 def test_bad_vectors_are_refused_by_name(kwargs, error, named):
     with pytest.raises(error, match=named):
         dot_product_explorer(**kwargs)
+
+
+@pytest.mark.parametrize(("q_length", "k_length"), [(0.5, 1.2), (2.0, 0.3), (1.0, 1.0)])
+def test_a_right_angle_reads_zero_without_a_minus_sign(q_length, k_length):
+    # cos 90° is about 6e-17 in floating point, and q·k can land on either side of 0.
+    w = dot_product_explorer()
+    w.controls["q_length"].value, w.controls["k_length"].value = q_length, k_length
+    w.controls["angle"].value = 90
+    text = w.numbers.get_text()
+    assert "q·k = 0.00" in text and "cos θ = 0.00" in text
+    assert "-0.00" not in text

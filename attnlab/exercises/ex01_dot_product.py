@@ -1,4 +1,5 @@
-"""Exercise ``scores``: S = Q Kᵀ, one dot product per (query, key) pair.
+"""Exercises ``cross_scores`` (the raw scores between two sequences, from their embeddings
+and the two projections) and ``score_matrix`` (the d × d matrix that compares tokens).
 
 Lesson: ``notebooks/01_dot_product.ipynb``.
 """
@@ -10,73 +11,141 @@ from . import solutions
 from .arrays import ArrayCheck, Case, Mistake, readable
 from .registry import register
 
-# Q is (n_q, d_k) and K is (n_k, d_k): shared with lesson 02's scaled scores.
-SHAPE_HINT = (
-    "Q is (n_q, d_k) and K is (n_k, d_k), so the length-d_k axes must meet: "
-    "`Q @ K.T` is (n_q, d_k) @ (d_k, n_k)."
-)
+LESSON = "notebooks/01_dot_product.ipynb"
 
 
-def cases() -> list[Case]:
-    # Square inputs first: there the classic slips (Q @ K, Q.T @ K, Q * K) run and can be
-    # named, where on other shapes they stop with a shape error. After that, n_q, n_k
-    # and d_k differ from each other, so every transposition shows up.
+def cross_scores_reference(X_q, X_kv, W_Q, W_K):
+    return scores(X_q @ W_Q, X_kv @ W_K)
+
+
+def cross_cases() -> list[Case]:
+    # The first case has as many queries as keys, and d_k = n_k, so that the slips that
+    # would stop with a shape error elsewhere (self-attention on one sequence, a missing
+    # transpose) run and can be named. After it, n_q, n_k, d and d_k all differ.
     rng = np.random.default_rng(101)
+
+    def case(label, n_q, n_k, d, d_k):
+        return Case(
+            label,
+            {
+                "X_q": readable(rng, n_q, d),
+                "X_kv": readable(rng, n_k, d),
+                "W_Q": readable(rng, d, d_k),
+                "W_K": readable(rng, d, d_k),
+            },
+        )
+
     return [
-        Case("square Q and K (3×3)", {"Q": readable(rng, 3, 3), "K": readable(rng, 3, 3)}),
-        Case(
-            "Q (2×3) and K (4×3): 2 queries, 4 keys, d_k = 3",
-            {"Q": readable(rng, 2, 3), "K": readable(rng, 4, 3)},
-        ),
-        Case(
-            "Q (3×5) and K (2×5): more queries than keys",
-            {"Q": readable(rng, 3, 5), "K": readable(rng, 2, 5)},
-        ),
-        Case(
-            "a single query: Q (1×4) and K (5×4)",
-            {"Q": readable(rng, 1, 4), "K": readable(rng, 5, 4)},
-        ),
+        case("3 tokens ask and 3 are found (d = 4, d_k = 3)", 3, 3, 4, 3),
+        case("2 tokens ask and 5 are found (d = 4, d_k = 3)", 2, 5, 4, 3),
+        case("1 token asks and 4 are found (d = 3, d_k = 2)", 1, 4, 3, 2),
+        case("4 tokens ask and 2 are found (d = 2, d_k = 5)", 4, 2, 2, 5),
     ]
 
 
-MISTAKES = (
+def _first_score_hint(got, want, inputs):
+    # No named mistake explains the numbers: point at one entry the learner can redo.
+    if got.shape != want.shape or got.size == 0 or np.isclose(got[0, 0], want[0, 0]):
+        return None
+    return (
+        f"Your `cross_scores` returns the right shape, but S[0, 0] is {float(got[0, 0]):.4g} "
+        f"where it should be {float(want[0, 0]):.4g}. Compute S[0, 0] on its own: the query "
+        "of X_q's first token dotted with the key of X_kv's first token. Which of your steps "
+        "gives something else?"
+    )
+
+
+def _softmax_rows(S):
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+CROSS_MISTAKES = (
     Mistake(
-        "Your scores are transposed: you computed K Qᵀ, with one row per key. Row i of the "
-        "scores belongs to query i, so compute `Q @ K.T`.",
-        lambda Q, K: K @ Q.T,
+        "Your keys come from X_q, the sequence that asks, so you scored X_q against itself. "
+        "Here the queries and the keys belong to two different sequences: which one is "
+        "being searched?",
+        lambda X_q, X_kv, W_Q, W_K: scores(X_q @ W_Q, X_q @ W_K),
     ),
     Mistake(
-        "You computed Qᵀ K, which compares features with features (d_k × d_k). Attention "
-        "compares tokens: `Q @ K.T` gives one row per query and one column per key.",
-        lambda Q, K: Q.T @ K,
+        "Your queries come from X_kv, the sequence that is searched. Which sequence is "
+        "asking the questions?",
+        lambda X_q, X_kv, W_Q, W_K: scores(X_kv @ W_Q, X_kv @ W_K),
     ),
     Mistake(
-        "You forgot to transpose K: `Q @ K` only runs here because K happens to be square. "
-        "Each score is a query row dotted with a key row, so use `Q @ K.T`.",
-        lambda Q, K: Q @ K,
+        "Your keys were made with W_Q. The model learns two different projections: one "
+        "turns an embedding into what it looks for, the other into what it can be found "
+        "by. Which one makes a key?",
+        lambda X_q, X_kv, W_Q, W_K: scores(X_q @ W_Q, X_kv @ W_Q),
     ),
     Mistake(
-        "You multiplied Q and K entry by entry and summed each row: that pairs query i only "
-        "with key i. Every query has to meet every key: `Q @ K.T`.",
-        lambda Q, K: (Q * K).sum(axis=-1),
+        "You swapped the projections: W_K on the tokens that ask and W_Q on the tokens "
+        "that are found. Which matrix makes what a token looks for?",
+        lambda X_q, X_kv, W_Q, W_K: scores(X_q @ W_K, X_kv @ W_Q),
     ),
     Mistake(
-        "You scaled the scores by 1/√d_k already. This exercise asks for the raw dot "
-        "products Q Kᵀ; the scaling is the topic of the next lesson.",
-        lambda Q, K: Q @ K.T / np.sqrt(Q.shape[-1]),
+        "Your scores are transposed: one row per token that is found. Row i should belong "
+        "to token i of X_q, the one asking, with one column per token of X_kv.",
+        lambda X_q, X_kv, W_Q, W_K: scores(X_kv @ W_K, X_q @ W_Q),
+    ),
+    Mistake(
+        "You compared the embeddings directly, without W_Q and W_K: X_q X_kvᵀ. The scores "
+        "compare what one token looks for with what another can be found by, and those "
+        "are what the two projections make.",
+        lambda X_q, X_kv, W_Q, W_K: X_q @ X_kv.T,
+    ),
+    Mistake(
+        "Your queries and keys are right, but the last product has no transpose: it only "
+        "runs because the keys happen to be square here. Each score dots a query row with "
+        "a key row: how do you turn the key rows into columns?",
+        lambda X_q, X_kv, W_Q, W_K: (X_q @ W_Q) @ (X_kv @ W_K),
+    ),
+    Mistake(
+        "Your queries and keys are right, but you multiplied them entry by entry, `*`: that "
+        "pairs query i only with key i, coordinate by coordinate. A score is a whole dot "
+        "product, and every query meets every key: which operator does that?",
+        lambda X_q, X_kv, W_Q, W_K: (X_q @ W_Q) * (X_kv @ W_K),
+    ),
+    Mistake(
+        "You used the right projections on the wrong sequences: X_kv W_Q and X_q W_K. Which "
+        "sequence asks, and so needs W_Q?",
+        lambda X_q, X_kv, W_Q, W_K: scores(X_kv @ W_Q, X_q @ W_K),
+    ),
+    Mistake(
+        "You used W_Q for the keys as well, on X_q itself: (X_q W_Q)(X_q W_Q)ᵀ. That is the "
+        "one-matrix self-attention of the next section. Which sequence is searched, and "
+        "which matrix makes its keys?",
+        lambda X_q, X_kv, W_Q, W_K: scores(X_q @ W_Q, X_q @ W_Q),
+    ),
+    Mistake(
+        "Your rows sum to 1: did you apply a softmax? This exercise asks for the raw scores; "
+        "turning them into weights comes in lesson 04.",
+        lambda X_q, X_kv, W_Q, W_K: _softmax_rows(cross_scores_reference(X_q, X_kv, W_Q, W_K)),
+    ),
+    Mistake(
+        "You divided by √d_k already. This exercise asks for the raw dot products; the "
+        "scaling is the topic of the next two lessons.",
+        lambda X_q, X_kv, W_Q, W_K: (
+            cross_scores_reference(X_q, X_kv, W_Q, W_K) / np.sqrt(W_Q.shape[1])
+        ),
     ),
 )
 
 register(
-    "notebooks/01_dot_product.ipynb",
-    solutions.scores,
-    "scores(Q, K) -> S of shape (n_q, n_k)",
+    LESSON,
+    solutions.cross_scores,
+    "cross_scores(X_q, X_kv, W_Q, W_K) -> S of shape (n_q, n_k)",
     ArrayCheck(
-        cases,
-        reference=scores,
-        shape_rule="one row per query and one column per key, (n_q, n_k)",
-        mistakes=MISTAKES,
-        shape_hint=SHAPE_HINT,
+        cross_cases,
+        reference=cross_scores_reference,
+        shape_rule="one row per token of X_q (it asks) and one column per token of X_kv, "
+        "(n_q, n_k)",
+        mistakes=CROSS_MISTAKES,
+        hints=(_first_score_hint,),
+        shape_hint=(
+            "Write the shape of every array you make: X_q is (n_q, d), X_kv is (n_k, d), "
+            "W_Q and W_K are (d, d_k). Which two arrays of length d_k must meet, and how?"
+        ),
     ),
 )
 
@@ -105,35 +174,52 @@ def matrix_cases() -> list[Case]:
 
 
 _EXPAND = (
-    "Write S with the projections: S = Q Kᵀ = (X W_Q)(X W_K)ᵀ, and use (A B)ᵀ = Bᵀ Aᵀ "
-    "on the second factor"
+    "Write S = (X W_Q)(X W_K)ᵀ, and write the transpose (X W_K)ᵀ so that Xᵀ stands on the "
+    "right: what is left between X and Xᵀ"
 )
 
 MATRIX_MISTAKES = (
     Mistake(
         "Yours is the transpose of M: W_K W_Qᵀ gives Sᵀ, where row i holds key i's scores. "
-        f"{_EXPAND}.",
+        f"{_EXPAND}?",
         lambda W_Q, W_K: W_K @ W_Q.T,
     ),
     Mistake(
-        "W_Qᵀ W_K is (d_k, d_k): it compares the features of queries with the features of "
-        f"keys, but M must sit between two embeddings, X M Xᵀ, so it is (d, d). {_EXPAND}.",
+        "W_Qᵀ W_K compares the features of queries with the features of keys: it is "
+        "(d_k, d_k), which matches (d, d) only because d = d_k here. M sits between two "
+        f"embeddings, X M Xᵀ, so it is (d, d). {_EXPAND}?",
         lambda W_Q, W_K: W_Q.T @ W_K,
     ),
     Mistake(
         "W_Q W_K without a transpose only runs because the matrices happen to be square. "
-        f"{_EXPAND}.",
+        f"{_EXPAND}?",
         lambda W_Q, W_K: W_Q @ W_K,
     ),
     Mistake(
+        "You transposed both factors, W_Qᵀ W_Kᵀ: that runs only because the matrices are "
+        "square here; in general (d_k, d) @ (d_k, d) does not fit. The rule (A B)ᵀ = Bᵀ Aᵀ "
+        f"turns one product around. {_EXPAND}?",
+        lambda W_Q, W_K: W_Q.T @ W_K.T,
+    ),
+    Mistake(
+        "W_Kᵀ W_Q is (d_k, d_k): it compares features with features, where M must sit "
+        f"between two embeddings, X M Xᵀ, so it is (d, d). {_EXPAND}?",
+        lambda W_Q, W_K: W_K.T @ W_Q,
+    ),
+    Mistake(
+        "You used W_K twice: W_K W_Kᵀ would compare keys with keys, and it is symmetric, so "
+        f"every pair of tokens would score each other alike. The queries are X W_Q. {_EXPAND}?",
+        lambda W_Q, W_K: W_K @ W_K.T,
+    ),
+    Mistake(
         "You used W_Q twice: W_Q W_Qᵀ is what a model with one shared projection would use, "
-        f"and it is symmetric. The keys are X W_K. {_EXPAND}.",
+        f"and it is symmetric. The keys are X W_K. {_EXPAND}?",
         lambda W_Q, W_K: W_Q @ W_Q.T,
     ),
 )
 
 register(
-    "notebooks/01_dot_product.ipynb",
+    LESSON,
     solutions.score_matrix,
     "score_matrix(W_Q, W_K) -> M of shape (d, d) with S = X M Xᵀ",
     ArrayCheck(

@@ -11,9 +11,13 @@ import numpy as np
 from ..scores import scaled_scores
 from . import solutions
 from .arrays import ArrayCheck, Case, Mistake, readable
-from .ex01_dot_product import SHAPE_HINT
 from .numbers import NumberCheck, Slip
 from .registry import register
+
+SHAPE_HINT = (
+    "Q is (n_q, d_k) and K is (n_k, d_k), so the length-d_k axes must meet: "
+    "`Q @ K.T` is (n_q, d_k) @ (d_k, n_k)."
+)
 
 LESSON = "notebooks/02_variance.ipynb"
 _WHY = (

@@ -303,8 +303,8 @@ def _entropy_hint(got, want, inputs):
     if abs(reached - inputs["target"]) < 0.01:
         return (
             f"Close: your τ = {got:.6g} gives entropy {reached:.4f} nats, near the target "
-            f"{inputs['target']:g}, but τ should be right to at least 5 significant digits "
-            f"(here {want.ravel()[0]:.6g}). Keep halving the interval until it is that narrow."
+            f"{inputs['target']:g}, but τ should be right to within 1 part in 10,000 "
+            f"(here {want.ravel()[0]:.6g}). How narrow is your interval when you stop?"
         )
     direction = "too sharp: raise τ" if reached < inputs["target"] else "too flat: lower τ"
     return (

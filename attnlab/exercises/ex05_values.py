@@ -87,6 +87,11 @@ def masked_attention_cases() -> list[Case]:
     return _attention_cases(515, with_mask=True)
 
 
+def _exp_over_count(S):
+    with np.errstate(all="ignore"):
+        return np.exp(S) / S.shape[-1]
+
+
 def _common_mistakes() -> tuple[Mistake, ...]:
     """Mistakes possible in both exercises. Each takes (Q, K, V, mask=None)."""
     m = blocked_to_minus_inf
@@ -165,6 +170,19 @@ def _common_mistakes() -> tuple[Mistake, ...]:
             "Your output is transposed: it has one row per value feature. It should have one "
             "row per query, (n_q, d_v): `weights @ V`, not `V.T @ weights.T`.",
             lambda Q, K, V, mask=None: (softmax_rows(m(_scaled(Q, K), mask)) @ V).T,
+        ),
+        Mistake(
+            "You divided each exp by the number of keys, n_k, as if the weights were a plain "
+            "average. Then a row's weights do not sum to 1. What must each exp be divided by "
+            "so that they do?",
+            lambda Q, K, V, mask=None: _exp_over_count(m(_scaled(Q, K), mask)) @ V,
+        ),
+        Mistake(
+            "Each of your outputs is a copy of one value row, the one whose key scores highest: "
+            "hard attention, the limit of weights sharpened until they are one-hot. Softmax "
+            "weights are never exactly one-hot: every key with a finite score gets a share. "
+            "How do the weights turn into one output row?",
+            lambda Q, K, V, mask=None: np.asarray(V)[np.argmax(m(_scaled(Q, K), mask), axis=-1)],
         ),
         Mistake(
             "Your attention overflows on large scores: exp(800) is inf, and inf / inf is NaN. "

@@ -1,6 +1,10 @@
 """Exercises ``relative_bias`` (a learned bias per distance, read from a table),
-``alibi_bias`` (ALiBi's distance penalty) and ``linear_attention``
-(elu(x) + 1 features, multiplied in the order that never forms an n × n matrix).
+``alibi_biases`` (ALiBi's distance penalty for H heads at once, one slope per head,
+by broadcasting) and ``linear_attention`` (elu(x) + 1 features, multiplied in the
+order that never forms an n × n matrix).
+
+The feedback names the mistake and asks the question that leads to the fix; it does
+not write the answer's index formula, slope formula or normaliser in code.
 
 The checker sees results, not the order of the products, so ``linear_attention`` is
 run once more, after it gives the right numbers on the small inputs, on 2000 queries
@@ -20,7 +24,7 @@ import numpy as np
 
 from ..memory import measured_peak
 from . import solutions
-from .arrays import ArrayCheck, Case, Mistake, readable, softmax_rows
+from .arrays import ArrayCheck, Case, Mistake, matches, readable, softmax_rows
 from .calling import call_answer, silenced
 from .messages import CheckResult, Fail
 from .registry import register
@@ -41,9 +45,17 @@ def relative_bias_reference(n, table):
     return np.asarray(table, dtype=float)[i[:, None] - i[None, :] + n - 1]
 
 
-def alibi_bias_reference(n, slope):
+def alibi_slopes_reference(H, first=1, exponent=lambda h, H: -8.0 * h / H):
+    """ALiBi's slopes 2^(−8h/H) for h = ``first`` … ``first`` + H − 1: with the default
+    h = 1 … H, the course's; the other arguments build the learner's slips."""
+    h = np.arange(first, first + H, dtype=float)
+    return 2.0 ** exponent(h, H)
+
+
+def alibi_biases_reference(n, H):
     i = np.arange(n)
-    return -slope * np.abs(i[:, None] - i[None, :]).astype(float)
+    distance = np.abs(i[:, None] - i[None, :]).astype(float)
+    return -alibi_slopes_reference(H)[:, None, None] * distance
 
 
 def linear_attention_reference(Q, K, V):
@@ -76,28 +88,34 @@ def _table_at(n, table, index):
     return np.asarray(table, dtype=float)[index(np.arange(n)[:, None], np.arange(n)[None, :])]
 
 
+# The table is in order of distance, so the fix is always "where does b_0 sit?". The
+# messages ask it and leave the index to the learner.
 _WHERE_B0 = (
-    "The table lists b_-(n-1), …, b_0, …, b_(n-1) in order, so b_0 sits at index n − 1 "
-    "and b_(i−j) at index i − j + n − 1."
+    "The table lists b_-(n-1), …, b_0, …, b_(n-1) in order of distance. At which index "
+    "does b_0 sit, and which index does the key one place before the query, b_1, need?"
 )
 
 RELATIVE_MISTAKES = (
     Mistake(
         "You indexed the table with i − j itself. Where i − j is negative (keys after the "
         "query) NumPy does not complain: `table[-1]` is the *last* entry, so those keys "
-        "silently got the biases of large positive distances. " + _WHERE_B0,
+        "silently got the biases of large positive distances. The other indices are off "
+        "too: on the diagonal, i − j = 0, you read `table[0]`, which is b_-(n-1), the bias "
+        "of the key furthest *after* the query. " + _WHERE_B0,
         lambda n, table: _table_at(n, table, lambda i, j: i - j),
     ),
     Mistake(
         "Your matrix is the transpose of the right one: you read b_(j−i), key minus "
-        "query. Row i is query i, so B[i, j] = b_(i−j): the key one place *before* the "
-        "query (j = i − 1) gets b_1. " + _WHERE_B0,
+        "query. Row i is query i and column j key j, and B[i, j] = b_(i−j): the key one "
+        "place *before* the query (j = i − 1) gets b_1. Work out B[1, 0] by hand: which "
+        "distance is it, and which table entry does your code read for it?",
         lambda n, table: _table_at(n, table, lambda i, j: j - i + n - 1),
     ),
     Mistake(
         "You used the distance without its sign, |i − j|: keys before and after the "
         "query at the same distance got the same bias. A relative bias can tell them "
-        "apart, which is why the table has 2n − 1 entries and not n. " + _WHERE_B0,
+        "apart, which is why the table has 2n − 1 entries and not n. With n = 3, which "
+        "entries should B[2, 0] (b_2) and B[0, 2] (b_-2) read, and do they differ?",
         lambda n, table: _table_at(n, table, lambda i, j: np.abs(i - j) + n - 1),
     ),
 )
@@ -106,7 +124,7 @@ RELATIVE_MISTAKES = (
 register(
     LESSON,
     solutions.relative_bias,
-    "relative_bias(n, table) -> B with B[i, j] = b_(i−j) = table[i − j + n − 1], shape (n, n)",
+    "relative_bias(n, table) -> B with B[i, j] = b_(i−j) read from the table, shape (n, n)",
     ArrayCheck(
         relative_cases,
         reference=relative_bias_reference,
@@ -114,65 +132,134 @@ register(
         mistakes=RELATIVE_MISTAKES,
         shape_hint=(
             "Index the table with an (n, n) array of whole numbers, one per (query, key) "
-            "pair: NumPy then returns an (n, n) array. A column `np.arange(n)[:, None]` "
-            "minus a row `np.arange(n)[None, :]` broadcasts to every i − j."
+            "pair: NumPy then returns an (n, n) array. A column of the n positions minus a "
+            "row of them broadcasts to the (n, n) differences i − j. How do you turn "
+            "`np.arange(n)`, of shape (n,), into a column of shape (n, 1) and a row of "
+            "shape (1, n)?"
         ),
     ),
 )
 
 
-# -------------------------------------------------------------------- alibi_bias
+# ------------------------------------------------------------------ alibi_biases
 
 
 def alibi_cases() -> list[Case]:
+    # H = 4 first: there every slip below gives its own numbers (with H = 2, dividing by
+    # h and reversing the heads happen to agree), so the first failure names the right one.
     return [
-        Case("n = 4, slope = 0.5", {"n": 4, "slope": 0.5}),
-        Case("n = 5, slope = 0.25", {"n": 5, "slope": 0.25}),
-        Case("n = 3, slope = 2.0", {"n": 3, "slope": 2.0}),
-        Case("n = 1, slope = 1.0 (a single token)", {"n": 1, "slope": 1.0}),
+        Case("n = 3 tokens, H = 4 heads", {"n": 3, "H": 4}),
+        Case("n = 2 tokens, H = 8 heads", {"n": 2, "H": 8}),
+        Case("n = 4 tokens, H = 2 heads", {"n": 4, "H": 2}),
+        Case("n = 1, a single token, and H = 1 head", {"n": 1, "H": 1}),
     ]
 
 
 def _distance(n, signed=False):
     i = np.arange(n)
-    d = i[:, None] - i[None, :]
+    d = (i[:, None] - i[None, :]).astype(float)
     return d if signed else np.abs(d)
+
+
+def _stack(slopes, n, signed=False):
+    """−m_h times the (n, n) distances, one matrix per slope: what each slip builds."""
+    return -np.asarray(slopes, dtype=float)[:, None, None] * _distance(n, signed)
+
+
+def _slopes_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """Every head a multiple of |i − j|, but with slopes no known slip explains."""
+    n, H = inputs["n"], inputs["H"]
+    if got.shape != want.shape or n < 2:
+        return None
+    slopes = -got.astype(float)[:, 1, 0]  # the key one token before the query: −m_h · 1
+    if not matches(got, _stack(slopes, n)):
+        return None
+    if H > 1 and np.allclose(slopes, slopes[0]):
+        return (
+            f"All your {H} heads have the same slope, {slopes[0]:.4g}: each head is meant "
+            f"to have its own, so that some look near and some far. Which array of {H} "
+            f"slopes does the formula give, and does each of them reach its own head?"
+        )
+    return (
+        f"Each of your heads is a multiple of the distances |i − j|, as it should be, but "
+        f"the slopes are not ALiBi's. Yours, read from B[h, 1, 0] (the key one token "
+        f"before the query, whose bias is −m_h), are {np.array2string(slopes, precision=4)}. "
+        f"Compare them with B[h, 1, 0] of the expected result below: which heads are off, "
+        f"and by what factor?"
+    )
 
 
 ALIBI_MISTAKES = (
     Mistake(
-        "Your bias has the wrong sign: it grows with the distance, so far keys score "
-        "*higher* than near ones. ALiBi subtracts: B[i, j] = −m · |i − j|, so the "
-        "further a key, the lower its score.",
-        lambda n, slope: slope * _distance(n),
+        "Your head 0 has slope 1, a penalty of a whole unit per token, and each other head "
+        "has the slope meant for the head before it: you put Python's head numbers "
+        "0 … H − 1 into m_h = 2^(−8h/H), which counts the heads from 1. Your head 0 should "
+        "be the formula's first head, with slope 2^(−8/H). Which values of the formula's h "
+        "must your array hold?",
+        lambda n, H: _stack(alibi_slopes_reference(H, first=0), n),
     ),
     Mistake(
-        "You used i − j without the absolute value. Below the diagonal that is right, but "
-        "above it (keys after the query) i − j is negative, so −m (i − j) becomes a "
-        "*reward* for looking ahead. Use the distance |i − j|: `np.abs(i - j)`.",
-        lambda n, slope: -slope * _distance(n, signed=True),
+        "Your slopes run the wrong way round: head 0 has the gentlest slope, 2^(−8), and the "
+        "last head the steepest. ALiBi's head 0 is the steepest, and each head's slope is a "
+        "constant factor smaller than the one before. Print your slopes for H = 4: do they "
+        "fall from head 0 to head 3?",
+        lambda n, H: _stack(alibi_slopes_reference(H)[::-1], n),
     ),
     Mistake(
-        "You used j − i without the absolute value: keys before the query get a reward "
-        "and keys after it a penalty, the wrong way round for a distance. Use "
-        "|i − j|, `np.abs(i - j)`, so both sides are penalised alike.",
-        lambda n, slope: slope * _distance(n, signed=True),
+        "Your slopes all lie between 1/2 and 1: the heads barely differ, and none of them "
+        "looks far back. Your exponent has lost its factor 8. Which slope should the last "
+        "head have, whatever H is, and which does yours have?",
+        lambda n, H: _stack(alibi_slopes_reference(H, exponent=lambda h, H: -h / H), n),
     ),
     Mistake(
-        "You forgot the slope: your bias is −|i − j|, one unit per token for every slope. "
-        "Multiply by the slope m, which sets how fast the penalty grows.",
-        lambda n, slope: -1.0 * _distance(n),
+        "Your slopes rise from head to head, from 2^(−8) at head 0 up to 2^(−8/H) at the "
+        "last, and not by a constant factor: you divided by the head number where the "
+        "formula multiplies by it. Read the exponent of m_h = 2^(−8h/H) again: as h grows, "
+        "does the slope grow or shrink?",
+        lambda n, H: _stack(alibi_slopes_reference(H, exponent=lambda h, H: -8.0 / h), n),
     ),
     Mistake(
-        "You divided by the slope instead of multiplying: B[i, j] = −m · |i − j|. "
-        "A small slope should mean a *gentle* penalty, one that lets the head look far.",
-        lambda n, slope: -_distance(n) / slope,
+        "Your slopes are larger than 1, up to 2^8 = 256 for the last head, so there a key "
+        "one token away already loses 256: the exponent of 2 has lost its minus sign. "
+        "ALiBi's slopes are fractions, each a constant factor smaller than the one before. "
+        "Where did the minus sign of the exponent go?",
+        lambda n, H: _stack(alibi_slopes_reference(H, exponent=lambda h, H: 8.0 * h / H), n),
     ),
     Mistake(
-        "Your bias is 0 above the diagonal: you applied the causal rule too. The exercise "
-        "asks for the bias of every pair, −m · |i − j|; the mask that hides the future is "
-        "a separate step (with it, only j ≤ i is ever used).",
-        lambda n, slope: np.tril(-slope * _distance(n)),
+        "Your biases are positive and grow with the distance, so the further a key, the "
+        "*higher* its score: your slopes are right, but the minus sign of the bias is "
+        "missing. ALiBi lowers the scores of far keys. Which sign must B[h, i, j] have "
+        "when i ≠ j?",
+        lambda n, H: -_stack(alibi_slopes_reference(H), n),
+    ),
+    Mistake(
+        "All your heads have the same matrix, the first head's slope times |i − j|, H "
+        "times over. The point of ALiBi's slopes is that each head gets its own, so that "
+        "some heads look near and others far. You need an array of H slopes, each "
+        "multiplying the whole (n, n) distance matrix: which shape must that array have "
+        "to broadcast against (n, n) into (H, n, n)?",
+        lambda n, H: _stack(np.full(H, 2.0 ** (-8.0 / H)), n),
+    ),
+    Mistake(
+        "Above the diagonal your biases are positive: you multiplied the slopes by i − j, "
+        "which is negative where the key comes after the query, so those keys are "
+        "*rewarded* for being far. The bias uses the distance: a key two tokens after the "
+        "query is as far away as one two tokens before it. What turns the (n, n) "
+        "differences i − j into distances?",
+        lambda n, H: _stack(alibi_slopes_reference(H), n, signed=True),
+    ),
+    Mistake(
+        "Your heads are on the last axis, B[i, j, h]. The exercise puts them first, "
+        "B[h, i, j], so that B[h] is head h's (n, n) matrix and the stack adds to scores "
+        "of shape (H, n, n). Broadcasting lines shapes up from the right: where must the "
+        "slopes' axis sit, among three, to end up first?",
+        lambda n, H: np.moveaxis(alibi_biases_reference(n, H), 0, -1),
+    ),
+    Mistake(
+        "You returned H − 1 matrices, one head short: the formula's heads run from 1 to H, "
+        "and a range that starts at 1 and stops before H leaves the last one out. How many "
+        "numbers does your range of h hold, and which is the last?",
+        lambda n, H: _stack(alibi_slopes_reference(H)[:-1], n),
     ),
 )
 
@@ -216,66 +303,80 @@ def _with(phi, normalise="rows"):
     return compute
 
 
-# A pointer to the next step, not the answer: one mistake must not hand over the solution.
-_ORDER = (
-    "Work in this order: φ of Q and of K; the (d_k, d_v) summary φ(K)ᵀ V and the d_k "
-    "numbers φ(K)ᵀ 1; then each query's row, divided by its own normaliser."
+# A pointer back to the lesson's formula, not the answer: the learner works out that both
+# sums of o_i can start from the key side. No message writes the denominator in code.
+_FROM_THE_FORMULA = (
+    "Go back to the lesson's o_i = Σ_j κ(q_i, k_j) v_j / Σ_j κ(q_i, k_j) with "
+    "κ(q, k) = φ(q)·φ(k): φ(q_i) does not depend on j. What is left inside each of the "
+    "two sums once it is taken out, and which shape has it?"
 )
 
 LINEAR_MISTAKES = (
     Mistake(
-        "You forgot to normalise: φ(Q) (φ(K)ᵀ V) alone is a weighted *sum* of the values, "
-        "with weights that don't add up to 1. Divide each row by φ(q_i) · Σ_j φ(k_j), "
-        "which is φ(Q) (φ(K)ᵀ 1). " + _ORDER,
+        "You left out the denominator: the numerator alone is a weighted *sum* of the "
+        "values, with weights φ(q_i)·φ(k_j) that don't add up to 1, so your rows are not "
+        "averages. The lesson's o_i divides by Σ_j φ(q_i)·φ(k_j). φ(q_i) comes out of that "
+        "sum just as it came out of the numerator: what is left inside, which shape has it, "
+        "and can you compute it once for all the queries?",
         _with(elu_feature, normalise=None),
     ),
     Mistake(
-        "You divided by the number of keys, as if every query's weights summed to n_k. "
-        "Each query has its own normaliser, φ(q_i) · Σ_j φ(k_j): divide row i by it. " + _ORDER,
+        "You divided every row by the number of keys, as if each weight φ(q_i)·φ(k_j) were "
+        "1 on average. Row i must be divided by the sum of its own weights, "
+        "Σ_j φ(q_i)·φ(k_j), a number that changes from query to query. Take φ(q_i) out of "
+        "that sum as the lesson did for the numerator: what is left, and which shape has it?",
         _with(elu_feature, normalise="count"),
     ),
     Mistake(
-        "You divided by one number for the whole matrix. Each query's weights must sum "
-        "to 1 on their own, so row i is divided by its own φ(q_i) · Σ_j φ(k_j), "
-        "`(phi(Q) @ phi(K).sum(axis=0))[:, None]`.",
+        "You divided the whole output by one number, the total of every query's weights. "
+        "The weights of each query must add up to 1 on their own, so you need n_q "
+        "denominators, one per row: Σ_j φ(q_i)·φ(k_j) for each i. Which step of your code "
+        "also added up over the queries?",
         _with(elu_feature, normalise="total"),
     ),
     Mistake(
         "You used Q and K without the feature map. Then q·k can be negative or 0, the "
-        "'weights' can be negative and the normaliser can vanish. φ(x) = elu(x) + 1 is "
-        "positive everywhere, so every weight is too. " + _ORDER,
+        "'weights' can be negative and the denominator can vanish. φ(x) = elu(x) + 1 is "
+        "positive everywhere, so every weight is too. Where in your code do Q and K go "
+        "through φ?",
         _with(lambda x: x),
     ),
     Mistake(
         "You used elu(x) without the + 1: elu is negative for x < 0, so weights can be "
-        "negative. φ(x) = elu(x) + 1 is x + 1 for x > 0 and eˣ otherwise, always positive.",
-        _with(lambda x: np.where(x > 0, x, np.exp(x) - 1.0)),
+        "negative. φ(x) = elu(x) + 1 is x + 1 for x > 0 and eˣ for x ≤ 0, positive "
+        "everywhere. What does your φ give at x = −1, and what should it give?",
+        _with(lambda x: np.where(x > 0, x, np.exp(np.minimum(x, 0.0)) - 1.0)),
     ),
     Mistake(
-        "Your φ is x + 1 everywhere. That is elu(x) + 1 only for x > 0; for x ≤ 0 it must "
-        "be eˣ, which stays positive where x + 1 goes negative: `np.where(x > 0, x + 1, "
-        "np.exp(x))`.",
+        "Your φ is x + 1 everywhere. That is elu(x) + 1 only for x > 0; for x ≤ 0 it is "
+        "eˣ, which stays positive where x + 1 reaches 0 and goes negative. What does your "
+        "φ give at x = −2, and what should it give?",
         _with(lambda x: x + 1.0),
     ),
     Mistake(
-        "Your φ is max(x, 0) (ReLU). The feature map here is elu(x) + 1: x + 1 for x > 0 "
-        "and eˣ otherwise, `np.where(x > 0, x + 1, np.exp(x))`.",
+        "Your φ is max(x, 0), the ReLU: it is 0 for every x ≤ 0, so weights can be 0, and "
+        "a whole row of them too (then the row is 0/0). φ(x) = elu(x) + 1 is x + 1 for "
+        "x > 0 and eˣ for x ≤ 0, positive everywhere. What should φ(−1) and φ(1) be, and "
+        "what does yours give?",
         _with(lambda x: np.maximum(x, 0.0)),
     ),
     Mistake(
-        "Your φ is eˣ. The feature map here is elu(x) + 1: eˣ only for x ≤ 0, and x + 1 "
-        "for x > 0, `np.where(x > 0, x + 1, np.exp(x))`.",
+        "Your φ is eˣ for every x. elu(x) + 1 is eˣ only for x ≤ 0; for x > 0 it is x + 1, "
+        "which grows along a straight line where eˣ explodes, so your weights are far too "
+        "sharp for a query with large entries. What should φ(2) be, and what does yours "
+        "give?",
         _with(np.exp),
     ),
     Mistake(
-        "You applied φ to V as well. Only the queries and keys go through the feature map; "
-        "the values are averaged as they are. " + _ORDER,
+        "You applied φ to V as well. Only the queries and keys go through the feature map, "
+        "inside κ(q_i, k_j); the values are averaged as they are. In the lesson's o_i, "
+        "which vectors sit inside κ?",
         lambda Q, K, V: _with(elu_feature)(Q, K, elu_feature(V)),
     ),
     Mistake(
         "That is softmax attention, softmax(Q Kᵀ/√d_k) V. Linear attention replaces "
-        "exp(q·k/√d_k) by φ(q)·φ(k) with φ(x) = elu(x) + 1, so that the products can be "
-        "regrouped. " + _ORDER,
+        "exp(q·k/√d_k) by κ(q, k) = φ(q)·φ(k) with φ(x) = elu(x) + 1, so that the products "
+        "can be regrouped. " + _FROM_THE_FORMULA,
         lambda Q, K, V: softmax_rows(Q @ K.T / np.sqrt(Q.shape[1])) @ V,
     ),
 )
@@ -313,10 +414,14 @@ class LinearMemoryCheck(ArrayCheck):
                 False,
                 f"Your `{name}` gives the right numbers, but on {LARGE_N} queries and keys "
                 f"(d = {LARGE_D}) it needed {peak / 2**20:.0f} MiB at its peak, where one "
-                f"{LARGE_N} × {LARGE_N} matrix is {matrix / 2**20:.0f} MiB: it forms the "
-                f"(n_q, n_k) matrix φ(Q) φ(K)ᵀ, the quadratic order. Multiply φ(K)ᵀ V "
-                f"first, a (d_k, d_v) matrix, and φ(K)ᵀ 1, a vector of d_k numbers "
-                f"(`phi(K).sum(axis=0)`); then each query needs only those. " + _ORDER,
+                f"{LARGE_N} × {LARGE_N} matrix is {matrix / 2**20:.0f} MiB: somewhere it "
+                f"forms an (n_q, n_k) array, such as φ(Q) φ(K)ᵀ or the weights, the "
+                f"quadratic order. In the lesson's o_i, φ(q_i) comes out of both sums, the "
+                f"numerator's and the denominator's, and what is left inside each depends "
+                f"on the keys only: φ(K)ᵀ V, a (d_k, d_v) matrix, in the numerator, and "
+                f"d_k numbers in the denominator. Does each of your two sums start from "
+                f"the key side, or does one of them still go through the (n_q, n_k) "
+                f"weights?",
                 name,
             )
         want = linear_attention_reference(*inputs.values())
@@ -339,33 +444,39 @@ class LinearMemoryCheck(ArrayCheck):
 
 register(
     LESSON,
-    solutions.alibi_bias,
-    "alibi_bias(n, slope) -> B with B[i, j] = −slope · |i − j|, shape (n, n)",
+    solutions.alibi_biases,
+    "alibi_biases(n, H) -> B with B[h, i, j] = −m_h · |i − j| for heads h = 0 … H − 1, "
+    "ALiBi's slopes from the steepest, shape (H, n, n)",
     ArrayCheck(
         alibi_cases,
-        reference=alibi_bias_reference,
-        shape_rule="one bias per (query, key) pair: (n, n)",
+        reference=alibi_biases_reference,
+        shape_rule="one (n, n) bias matrix per head, heads first: (H, n, n)",
         mistakes=ALIBI_MISTAKES,
+        hints=(_slopes_hint,),
         shape_hint=(
-            "Build the (n, n) matrix of differences i − j the way you did for "
-            "`relative_bias`, queries down the rows and keys across, then take its size."
+            "Broadcasting lines shapes up from the right: against the (n, n) distances, an "
+            "(H,) array of slopes lines the heads up with the keys' axis, and an (H, 1) "
+            "array with the queries' axis. Which shape must the slopes have so that their "
+            "axis becomes the first axis of an (H, n, n) result?"
         ),
     ),
 )
 register(
     LESSON,
     solutions.linear_attention,
-    "linear_attention(Q, K, V) -> φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1) with φ(x) = elu(x) + 1, "
-    "shape (n_q, d_v), without an (n_q, n_k) matrix",
+    "linear_attention(Q, K, V) -> o_i = Σ_j κ(q_i, k_j) v_j / Σ_j κ(q_i, k_j) with "
+    "κ(q, k) = φ(q)·φ(k), φ(x) = elu(x) + 1, shape (n_q, d_v), without an (n_q, n_k) matrix",
     LinearMemoryCheck(
         linear_cases,
         reference=linear_attention_reference,
         shape_rule="one output row per query, d_v columns like V: (n_q, d_v)",
         mistakes=LINEAR_MISTAKES,
         shape_hint=(
-            "φ(K)ᵀ V is (d_k, n_k) times (n_k, d_v): a (d_k, d_v) matrix; φ(Q) times it is "
-            "(n_q, d_v). The normaliser φ(Q) φ(K).sum(axis=0) is (n_q,): add an axis, "
-            "`[:, None]`, to divide the rows."
+            "Name the shape of each piece: φ(K)ᵀ V is (d_k, n_k) times (n_k, d_v), so "
+            "(d_k, d_v), and φ(Q) times it is (n_q, d_v). The denominator is one number per "
+            "query, n_q of them, built the same way from a key-side part of d_k numbers. To "
+            "divide row i of an (n_q, d_v) array by the i-th of n_q numbers, which shape "
+            "must those numbers have?"
         ),
     ),
 )

@@ -4,12 +4,12 @@
 with no input checking; each function's name is its exercise's id. The checkers
 compare answers with the validated functions of ``attnlab``; the tests check that
 these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_product
-(scores, score_matrix), 02_variance (scaled_scores, std_512, uniform_score_variance),
+(cross_scores, score_matrix), 02_variance (scaled_scores, std_512, uniform_score_variance),
 03_scaling (entropy, divisor_for_variance, temperature_for_entropy), 04_softmax
 (softmax, softmax_jacobian, causal_mask), 05_values (attention, output_change, masked_attention),
 06_heads_and_masks (multi_head_attention, kv_cache_bytes, padding_causal_mask),
 07_cost_and_tiling (longest_sequence, online_softmax), 08_does_scaling_matter
-(softmax_backward, attention_grad_q), 09_attention_family (relative_bias, alibi_bias,
+(softmax_backward, attention_grad_q), 09_attention_family (relative_bias, alibi_biases,
 linear_attention).
 """
 
@@ -27,8 +27,10 @@ def output_shape(n_q, n_k, d_k, d_v):
     return (n_q, d_v)
 
 
-def scores(Q, K):
-    return Q @ K.T  # S[i, j] = q_i · k_j
+def cross_scores(X_q, X_kv, W_Q, W_K):
+    Q = X_q @ W_Q  # one query per token that asks: (n_q, d_k)
+    K = X_kv @ W_K  # one key per token that can be found: (n_k, d_k)
+    return Q @ K.T  # S[i, j] = q_i · k_j: (n_q, n_k)
 
 
 def score_matrix(W_Q, W_K):
@@ -167,10 +169,13 @@ def relative_bias(n, table):
     return table[i[:, None] - i[None, :] + n - 1]
 
 
-def alibi_bias(n, slope):
+def alibi_biases(n, H):
+    # m_h = 2^(-8h/H) counts the heads from 1, so h runs 1 … H for Python's heads 0 … H - 1
+    slopes = 2.0 ** (-8 * np.arange(1, H + 1) / H)  # (H,), the steepest head first
     i = np.arange(n)
-    distance = np.abs(i[:, None] - i[None, :])  # |i - j|: queries down, keys across
-    return -slope * distance  # the further the key, the lower its score
+    distance = np.abs(i[:, None] - i[None, :])  # (n, n): queries down, keys across
+    # (H, 1, 1) times (n, n) broadcasts to (H, n, n): each head's slope times every distance
+    return -slopes[:, None, None] * distance
 
 
 def linear_attention(Q, K, V):

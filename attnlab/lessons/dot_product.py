@@ -1,4 +1,5 @@
-"""Helpers for lesson 01: a toy sentence's Q, K, V, and a picture of vectors as arrows.
+"""Helpers for lesson 01: a toy sentence's Q, K, V, scores between two sequences, and a
+picture of vectors as arrows.
 
 Lesson: ``notebooks/01_dot_product.ipynb``.
 """
@@ -8,22 +9,62 @@ from __future__ import annotations
 import numpy as np
 
 from .. import plots
+from .._inputs import as_real_array
+from ..scores import scores
 
 TOY_TOKENS = ("I", "like", "tea")
 
 
-def toy_projections(seed: int = 7, d: int = 3):
+def toy_projections(seed: int = 7, d: int = 4, d_k: int = 3, d_v: int = 2):
     """Token embeddings X and three projection matrices, all rounded to one decimal.
 
-    Returns ``(tokens, X, W_Q, W_K, W_V)`` with X ``(3, d)`` (one row per token)
-    and each W ``(d, d)``, so that ``Q = X @ W_Q`` and friends are ``(3, d)``.
+    Returns ``(tokens, X, W_Q, W_K, W_V)`` with X ``(3, d)`` (one row per token),
+    W_Q and W_K ``(d, d_k)`` and W_V ``(d, d_v)``, so that ``Q = X @ W_Q`` and
+    ``K = X @ W_K`` are ``(3, d_k)`` and ``V = X @ W_V`` is ``(3, d_v)``. The three
+    lengths differ from each other by default.
     In a trained model the W are learned; here they are seeded random numbers,
     rounded so that a product can be redone by hand.
     """
     rng = np.random.default_rng(seed)
-    X = np.round(rng.normal(size=(len(TOY_TOKENS), d)), 1)
-    W_Q, W_K, W_V = (np.round(rng.normal(size=(d, d)), 1) for _ in range(3))
+    # + 0.0 turns a rounded -0.0 into 0.0, which prints as "0." rather than "-0."
+    X = np.round(rng.normal(size=(len(TOY_TOKENS), d)), 1) + 0.0
+    W_Q, W_K = (np.round(rng.normal(size=(d, d_k)), 1) + 0.0 for _ in range(2))
+    W_V = np.round(rng.normal(size=(d, d_v)), 1) + 0.0
     return TOY_TOKENS, X, W_Q, W_K, W_V
+
+
+def cross_scores(X_q, X_kv, W_Q, W_K) -> np.ndarray:
+    """Raw scores of the tokens of one sequence against the tokens of another.
+
+    Formula: ``S = (X_q W_Q)(X_kv W_K)ᵀ``: queries from ``X_q``, keys from ``X_kv``, so
+    ``S[i, j]`` is token i of ``X_q`` asking and token j of ``X_kv`` being found. With
+    ``X_q = X_kv`` it is self-attention's ``Q Kᵀ``.
+
+    Shapes: ``X_q`` (n_q, d), ``X_kv`` (n_k, d), ``W_Q`` and ``W_K`` (d, d_k) → (n_q, n_k).
+    Lesson: ``notebooks/01_dot_product.ipynb`` (the course's answer to its exercise).
+    """
+    arrays = {"X_q": X_q, "X_kv": X_kv, "W_Q": W_Q, "W_K": W_K}
+    X_q, X_kv, W_Q, W_K = (as_real_array(a, name) for name, a in arrays.items())
+    for name, a in zip(arrays, (X_q, X_kv, W_Q, W_K), strict=True):
+        if a.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D array, got shape {a.shape}.")
+    d = X_q.shape[1]
+    if X_kv.shape[1] != d:
+        raise ValueError(
+            f"X_q and X_kv must have embeddings of the same length d: X_q is {X_q.shape} "
+            f"and X_kv is {X_kv.shape}."
+        )
+    for name, W in (("W_Q", W_Q), ("W_K", W_K)):
+        if W.shape[0] != d:
+            raise ValueError(
+                f"{name} must have d = {d} rows, one per embedding entry; got {W.shape}."
+            )
+    if W_Q.shape != W_K.shape:
+        raise ValueError(
+            f"W_Q and W_K must have the same shape (d, d_k), so that queries and keys have the "
+            f"same length: got {W_Q.shape} and {W_K.shape}."
+        )
+    return scores(X_q @ W_Q, X_kv @ W_K)
 
 
 def arrows(q, keys, labels, ax=None, title="one query, three keys"):

@@ -1,11 +1,11 @@
 """The attention family: other ways to score, to position and to mix.
 
 Additive (Bahdanau) scores and their cost; relative position biases (T5's buckets,
-ALiBi's linear penalty); sparse masks (local window, blocks, global tokens) and how
-many scores they keep; linear attention with the feature map elu(x) + 1, in both
-orders of multiplication; the causal mask aligned at the bottom right; and the
-attention entropy of the model of lesson 08 during training. The figure functions
-only draw numbers the notebook computed in the cell that calls them.
+ALiBi's linear penalty, one slope per head); sparse masks (local window, blocks,
+global tokens) and how many scores they keep; linear attention with the feature map
+elu(x) + 1, in both orders of multiplication; the causal mask aligned at the bottom
+right; and the attention entropy of the model of lesson 08 during training. The figure
+functions only draw numbers the notebook computed in the cell that calls them.
 
 Lesson: ``notebooks/09_attention_family.ipynb``.
 """
@@ -193,10 +193,22 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
     A geometric sequence from ``2^(−8/H)`` down to ``2^(−8)``: some heads look far,
     others near. (Press et al. 2022; for H a power of 2.)
 
-    Shapes: → ``(H,)``. Lesson: ``notebooks/09_attention_family.ipynb``.
+    Shapes: → ``(H,)``; ``slopes[0]`` is the formula's head 1. A ValueError names an
+    ``n_heads`` that is not a power of 2. Lesson: ``notebooks/09_attention_family.ipynb``.
     """
+    _check_power_of_two(n_heads)
     h = np.arange(1, n_heads + 1)
     return 2.0 ** (-8.0 * h / n_heads)
+
+
+def _check_power_of_two(n_heads) -> None:
+    if not (isinstance(n_heads, (int, np.integer)) and n_heads >= 1):
+        raise ValueError(f"the number of heads H must be a whole number >= 1, got {n_heads!r}.")
+    if n_heads & (n_heads - 1):
+        raise ValueError(
+            f"ALiBi's slopes 2^(-8h/H) are defined here for H a power of 2 (1, 2, 4, 8, …), "
+            f"got H = {n_heads}; the paper interpolates between powers of 2 for other H."
+        )
 
 
 def alibi_bias(n: int, slope: float) -> np.ndarray:
@@ -209,6 +221,27 @@ def alibi_bias(n: int, slope: float) -> np.ndarray:
     """
     i = np.arange(n)
     return -slope * np.abs(i[:, None] - i[None, :]).astype(float)
+
+
+def alibi_biases(n: int, n_heads: int) -> np.ndarray:
+    """ALiBi's biases of all heads at once: ``B[h, i, j] = −m_h · |i − j|``.
+
+    ``m_h`` is :func:`alibi_slopes` ``(n_heads)[h]``, so head ``h = 0 … H − 1`` here is
+    the formula's head ``h + 1``: head 0 is the steepest, slope ``2^(−8/H)``, and the
+    last head the gentlest, ``2^(−8)``. The ``(H,)`` slopes, given the shape
+    ``(H, 1, 1)``, broadcast against the ``(n, n)`` distances. ``B`` adds to scores of
+    shape ``(H, n, n)``, one head per leading index; ``B[h]`` equals
+    :func:`alibi_bias` ``(n, m_h)``.
+
+    Shapes: → ``(H, n, n)``. A ValueError names an ``n`` below 1 or an ``n_heads`` that
+    is not a power of 2. Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    if not (isinstance(n, (int, np.integer)) and n >= 1):
+        raise ValueError(f"the number of tokens n must be a whole number >= 1, got {n!r}.")
+    slopes = alibi_slopes(n_heads)  # validates n_heads
+    i = np.arange(n)
+    distance = np.abs(i[:, None] - i[None, :]).astype(float)  # (n, n)
+    return -slopes[:, None, None] * distance  # (H, 1, 1) · (n, n) → (H, n, n)
 
 
 def causal_lower_right(n_q: int, n_k: int) -> np.ndarray:

@@ -197,19 +197,33 @@ def stage_grid(stages: dict, labels, *, col_labels=None, figsize=(10, 7.2)):
 
 
 def matrices_row(
-    mats: dict, row_labels, col_labels: dict | None = None, *, weights=(), figsize=(11, 2.8)
+    mats: dict,
+    row_labels,
+    col_labels=None,
+    *,
+    weights=(),
+    shared_scale: bool = False,
+    figsize=(11, 2.8),
 ):
     """Several small labelled heatmaps side by side, e.g. X, V, weights, output.
 
     ``mats``: {title: matrix}, each with one row per token (``row_labels``).
-    ``col_labels``: {title: column labels} for the matrices that have them.
+    ``col_labels``: {title: column labels} for the matrices that have them, or one
+    sequence of labels for every matrix not listed in ``weights``.
     Titles listed in ``weights`` are drawn on the 0..1 weights scale with
     tokens across; the others on a signed scale centred on 0 (white = 0), their
-    columns called "dimension" unless they have labels. Returns the figure.
+    columns called "dimension" unless they have labels. With ``shared_scale`` those
+    others share one scale, so that equal numbers get equal colours across panels.
+    Returns the figure.
 
     Lesson: ``notebooks/05_values.ipynb``.
     """
-    col_labels = col_labels or {}
+    if col_labels is None:
+        col_labels = {}
+    elif not isinstance(col_labels, dict):
+        col_labels = {title: col_labels for title in mats if title not in weights}
+    signed = [np.asarray(M, dtype=float) for title, M in mats.items() if title not in weights]
+    shared = max((float(np.abs(M).max()) for M in signed if M.size), default=0.0) or 1.0
     fig, axs = plt.subplots(1, len(mats), figsize=figsize, layout="constrained")
     for ax, (title, M) in zip(np.atleast_1d(axs), mats.items(), strict=True):
         M = np.asarray(M, dtype=float)
@@ -225,7 +239,7 @@ def matrices_row(
                 colorbar=False,
             )
         else:
-            lim = float(np.abs(M).max()) or 1.0
+            lim = shared if shared_scale else (float(np.abs(M).max()) or 1.0)
             named = col_labels.get(title) is not None
             plots.heatmap(
                 M,

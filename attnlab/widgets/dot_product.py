@@ -194,7 +194,12 @@ class DotProductExplorer(CourseWidget):
         cos = float(np.cos(np.radians(angle)))
         self.curve.set_data(_THETAS, lengths * np.cos(np.radians(_THETAS)))
         self.point.set_data([angle], [dot])
-        self.numbers.set_text(f"q·k = {dot:.2f}\n‖q‖ ‖k‖ = {lengths:.2f}\ncos θ = {cos:.2f}")
+        # At 90° the dot product is a rounding error away from 0, on either side: show 0.00,
+        # never -0.00, whatever the CPU's last bits.
+        readout = {name: round(x, 2) + 0.0 for name, x in (("dot", dot), ("cos", cos))}
+        self.numbers.set_text(
+            f"q·k = {readout['dot']:.2f}\n‖q‖ ‖k‖ = {lengths:.2f}\ncos θ = {readout['cos']:.2f}"
+        )
         self.shown = {"q": q, "k": k, "dot": dot, "lengths": lengths, "cos": cos}
 
 

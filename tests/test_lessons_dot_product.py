@@ -1,0 +1,63 @@
+"""Tests for lesson 01's tools in ``attnlab.lessons.dot_product``: the toy sentence's
+projections and ``cross_scores``, the scores of one sequence's queries against another
+sequence's keys, S = (X_q W_Q)(X_kv W_K)ᵀ."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attnlab.exercises import solutions
+from attnlab.exercises.ex01_dot_product import cross_scores_reference
+from attnlab.lessons.dot_product import cross_scores, toy_projections
+
+
+@given(
+    n_q=st.integers(1, 5),
+    n_k=st.integers(1, 5),
+    d=st.integers(1, 4),
+    d_k=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+)
+def test_each_score_is_one_query_dotted_with_one_key(n_q, n_k, d, d_k, seed):
+    rng = np.random.default_rng(seed)
+    X_q, X_kv = rng.normal(size=(n_q, d)), rng.normal(size=(n_k, d))
+    W_Q, W_K = rng.normal(size=(d, d_k)), rng.normal(size=(d, d_k))
+    want = np.array([[(x @ W_Q) @ (y @ W_K) for y in X_kv] for x in X_q])
+    for answer in (cross_scores, solutions.cross_scores, cross_scores_reference):
+        np.testing.assert_allclose(answer(X_q, X_kv, W_Q, W_K), want, atol=1e-12)
+    # the same through lesson 01's d × d matrix: X_q (W_Q W_Kᵀ) X_kvᵀ
+    M = solutions.score_matrix(W_Q, W_K)
+    np.testing.assert_allclose(X_q @ M @ X_kv.T, want, atol=1e-12)
+
+
+def test_one_sequence_with_itself_is_self_attention():
+    _, X, W_Q, W_K, _ = toy_projections()
+    np.testing.assert_allclose(cross_scores(X, X, W_Q, W_K), (X @ W_Q) @ (X @ W_K).T)
+    np.testing.assert_allclose(cross_scores(X[-1:], X, W_Q, W_K)[0], ((X @ W_Q) @ (X @ W_K).T)[-1])
+
+
+def test_the_toy_sentence_has_three_different_lengths():
+    tokens, X, W_Q, W_K, W_V = toy_projections()
+    assert len(tokens) == 3
+    assert (X.shape, W_Q.shape, W_K.shape, W_V.shape) == ((3, 4), (4, 3), (4, 3), (4, 2))
+    # rounded to one decimal, so that a product can be redone by hand
+    for M in (X, W_Q, W_K, W_V):
+        np.testing.assert_array_equal(M, np.round(M, 1))
+
+
+@pytest.mark.parametrize(
+    ("arrays", "error", "match"),
+    [
+        ({"X_q": np.ones(4)}, ValueError, "X_q must be a 2-D array"),
+        ({"X_kv": np.ones((2, 5))}, ValueError, "X_q and X_kv must have embeddings of the same"),
+        ({"W_Q": np.ones((3, 3))}, ValueError, "W_Q must have d = 4 rows"),
+        ({"W_K": np.ones((4, 2))}, ValueError, "W_Q and W_K must have the same shape"),
+        ({"W_K": [["a"] * 3] * 4}, TypeError, "W_K must hold real numbers"),
+    ],
+)
+def test_bad_arguments_are_named(arrays, error, match):
+    given_arrays = {"X_q": np.ones((2, 4)), "X_kv": np.ones((3, 4))}
+    given_arrays |= {"W_Q": np.ones((4, 3)), "W_K": np.ones((4, 3))} | arrays
+    with pytest.raises(error, match=match):
+        cross_scores(**given_arrays)
