@@ -64,6 +64,44 @@ def test_t5_buckets_follow_the_t5_rule():
     assert list(causal) == [0, 5, 31]
 
 
+# T5's rule with the defaults: 8 exact buckets per direction, then bucket
+# 8 + floor(8 · log2(n/8) / log2(16)) up to the last, 15. Here 8 · log2(n/8) / 4 =
+# log2(n²/64), so the floor is the bit length of n² // 64, less 1: exact integer arithmetic.
+def t5_rule(n):
+    return min(8 + (n * n // 64).bit_length() - 1, 15)
+
+
+@pytest.mark.parametrize(
+    ("n", "bucket"),
+    [
+        (15, 9),
+        (16, 10),
+        (31, 11),
+        (32, 12),
+        (63, 13),
+        (64, 14),
+        (90, 14),
+        (91, 15),
+        (127, 15),
+        (128, 15),
+        (129, 15),
+        (10_000, 15),
+    ],
+)
+def test_t5_buckets_at_the_boundaries_in_both_directions(n, bucket):
+    # 16, 32 and 64 sit exactly on a boundary: a log a hair low would move them down one.
+    assert t5_rule(n) == bucket
+    assert family.t5_bucket(np.array(-n)) == bucket  # the key n tokens before the query
+    assert family.t5_bucket(np.array(n)) == 16 + bucket  # n tokens after it
+
+
+def test_t5_buckets_match_the_rule_at_every_distance():
+    n = np.arange(8, 5001)
+    want = np.array([t5_rule(int(k)) for k in n])
+    np.testing.assert_array_equal(family.t5_bucket(-n), want)
+    np.testing.assert_array_equal(family.t5_bucket(n), 16 + want)
+
+
 def test_rotated_scores_depend_only_on_the_distance():
     # RoPE, lesson 09: R(a)ᵀ R(b) = R(b − a), so (R(iθ) q) · (R(jθ) k) depends on i − j only.
     rng = np.random.default_rng(4)
@@ -223,12 +261,93 @@ def test_alibi_biases_wrong_answers_no_slip_explains_get_a_pointer(answer, phras
     assert phrase in result.message
 
 
+def test_alibi_floor_division_in_the_exponent_is_caught_at_h_16():
+    def floored(n, H):
+        slopes = 2.0 ** (-8 * np.arange(1, H + 1) // H)  # right whenever 8/H is whole
+        return -slopes[:, None, None] * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+
+    result = check("alibi_biases", floored)
+    assert not result.passed
+    assert "`-8 * 1 // 16`" in result.message and "H = 16 heads" in result.message
+
+
+def causal_alibi(fill):
+    def answer(n, H):
+        i = np.arange(n)
+        slopes = 2.0 ** (-8 * np.arange(1, H + 1) / H)
+        B = -slopes[:, None, None] * (i[:, None] - i[None, :])  # the paper's −m (i − j)
+        return np.where(i[None, :] > i[:, None], fill, B)
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("fill", "phrase"),
+    [
+        (0.0, "your biases are 0"),
+        (-np.inf, "your biases are −inf"),
+        (-1e9, "right on and below the diagonal"),
+    ],
+)
+def test_alibi_in_its_causal_form_is_told_every_pair_is_asked_for(fill, phrase):
+    result = check("alibi_biases", causal_alibi(fill))
+    assert not result.passed
+    assert phrase in result.message and "What should B[h, 0, 2]" in result.message
+    assert "NaN or inf" not in result.message  # −inf is named, not the generic message
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint", "not_hint"),
+    [
+        # the offset one too large: the last row's first entry is past the end of the table
+        (
+            lambda n, table: table[np.subtract.outer(np.arange(n), np.arange(n)) + n],
+            "index_hint",
+            "shape_hint",
+        ),
+        # two index arrays for a 1-D table: a question of shapes, not of range
+        (
+            lambda n, table: table[np.arange(n)[:, None], np.arange(n)[None, :]],
+            "shape_hint",
+            "index_hint",
+        ),
+    ],
+)
+def test_relative_bias_index_errors_get_the_hint_for_their_kind(answer, hint, not_hint):
+    checker = get_exercise("relative_bias").checker
+    result = check("relative_bias", answer)
+    assert not result.passed and "raised IndexError" in result.message
+    assert getattr(checker, hint) in result.message
+    assert getattr(checker, not_hint) not in result.message
+    if hint == "index_hint":
+        assert "What is the largest index your formula builds" in result.message
+
+
+def test_index_hint_is_added_only_where_an_exercise_gives_one():
+    from attnlab.exercises.arrays import ArrayCheck, Case
+
+    def past_the_end(x):
+        return x[np.arange(len(x)) + 1]
+
+    def cases():
+        return [Case("x = [1, 2, 3]", {"x": np.array([1.0, 2.0, 3.0])})]
+
+    plain = ArrayCheck(cases, reference=lambda x: x, shape_rule="like x")
+    hinted = ArrayCheck(cases, reference=lambda x: x, shape_rule="like x", index_hint="Which?")
+    without = plain(past_the_end, name="f", timeout=None).message
+    with_hint = hinted(past_the_end, name="f", timeout=None).message
+    assert "raised IndexError: index 3 is out of bounds" in without
+    assert without.endswith("when called with x of shape (3,).")
+    assert with_hint == without + " Which?"
+
+
 # ------------------------------------------------- feedback that does not give the answer
 
 
 def feedback_texts(exercise):
     checker = get_exercise(exercise).checker
-    return [m.message for m in checker.mistakes] + [checker.shape_hint]
+    hints = [checker.shape_hint, checker.index_hint]
+    return [m.message for m in checker.mistakes] + [h for h in hints if h]
 
 
 @pytest.mark.parametrize(
@@ -249,6 +368,12 @@ def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_
 def test_each_mistake_message_ends_with_a_question_or_a_pointer(exercise):
     for text in feedback_texts(exercise):
         assert text.rstrip().endswith("?"), text
+
+
+def test_linear_feedback_leaves_the_denominator_to_the_learner():
+    # The key-side part of the denominator is what the learner works out.
+    for text in feedback_texts("linear_attention"):
+        assert "d_k numbers" not in text and "key-side part" not in text, text
 
 
 def test_causal_masks_top_left_and_bottom_right():
@@ -402,11 +527,23 @@ def quadratic_answer(Q, K, V):
 def test_linear_attention_in_the_quadratic_order_fails_on_memory():
     result = check("linear_attention", quadratic_answer)
     assert not result.passed
-    assert "right numbers" in result.message and "φ(K)ᵀ V" in result.message
+    assert "right numbers" in result.message
+    # it names the left-to-right order of a chain of @, the usual way into this order
+    assert "from left to right" in result.message and "brackets" in result.message
     # it points at the key side of both sums, without writing the denominator's code
     assert "denominator" in result.message and result.message.rstrip().endswith("?")
-    for code in ("sum(axis=0)", "[:, None]", "φ(K)ᵀ 1", "phi("):
+    for code in ("sum(axis=0)", "[:, None]", "φ(K)ᵀ 1", "phi(", "d_k numbers"):
         assert code not in result.message
+
+
+def test_a_chain_of_at_signs_is_told_it_runs_left_to_right():
+    def chained(Q, K, V):
+        phi_q, phi_k = ex.elu_feature(Q), ex.elu_feature(K)
+        return phi_q @ phi_k.T @ V / (phi_q @ phi_k.sum(axis=0))[:, None]
+
+    result = check("linear_attention", chained)
+    assert not result.passed
+    assert "A chain of `@` is evaluated from left to right" in result.message
 
 
 def test_linear_attention_in_the_linear_order_passes_and_says_so():

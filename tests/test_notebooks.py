@@ -47,6 +47,15 @@ def test_saved_with_outputs_from_one_fresh_run(nb):
     assert counts == list(range(1, len(counts) + 1)), "re-run with `make notebooks`"
 
 
+def test_each_stream_is_saved_in_one_piece(nb):
+    # How the kernel splits a cell's printing into messages depends on timing; saved in
+    # one piece, the outputs are the same on every machine.
+    for cell in code_cells(nb):
+        kinds = [(o.output_type, o.get("name")) for o in cell.outputs]
+        pairs = zip(kinds, kinds[1:], strict=False)
+        assert not any(a == b and a[0] == "stream" for a, b in pairs), cell.source[:80]
+
+
 def test_no_errors_no_stderr(nb):
     for cell in code_cells(nb):
         for out in cell.outputs:
@@ -174,3 +183,18 @@ def test_widget_cells_print_nothing_else(nb):
         texts = ["".join(o.get("data", {}).get("text/plain", "")) for o in cell.outputs]
         if any(FALLBACK_NOTE in t for t in texts):
             assert len(cell.outputs) == 1, cell.source[:80]
+
+
+def test_hidden_tests_are_no_stricter_than_the_checker(nb):
+    # An answer that check() passes must not lose its points to a hidden test, so the
+    # hidden tests allow at least the checker's tolerances (float32 answers pass both).
+    from attnlab.exercises.arrays import ATOL, RTOL
+
+    floor = {"rtol": RTOL, "atol": ATOL}
+    for cell in code_cells(nb):
+        source = cell.source
+        if "BEGIN HIDDEN TESTS" not in source:
+            continue
+        hidden = source[source.index("BEGIN HIDDEN TESTS") :]
+        for name, value in re.findall(r"\b(rtol|atol)=([0-9.]+(?:e-?[0-9]+)?)\b", hidden):
+            assert float(value) >= floor[name], f"{name}={value} in: {hidden[:120]}"

@@ -39,14 +39,34 @@ def local_path_pattern() -> re.Pattern:
 
 
 def clean(nb) -> None:
-    """Strip what must not be saved: widget state and views, and timing metadata."""
+    """Strip what must not be saved: widget state and views, and timing metadata; join
+    the pieces of a stream that the kernel happened to send in several messages."""
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
+        if "outputs" in cell:
+            cell.outputs = coalesced(cell.outputs)
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             if WIDGET_VIEW in data:
                 del data[WIDGET_VIEW]
+
+
+def coalesced(outputs: list) -> list:
+    """Consecutive stream outputs of the same name as one, as a run in one piece gives."""
+    joined: list = []
+    for output in outputs:
+        previous = joined[-1] if joined else None
+        if (
+            output.get("output_type") == "stream"
+            and previous is not None
+            and previous.get("output_type") == "stream"
+            and previous.get("name") == output.get("name")
+        ):
+            previous["text"] += output["text"]
+        else:
+            joined.append(output)
+    return joined
 
 
 def problems(nb) -> list[str]:

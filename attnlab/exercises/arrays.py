@@ -105,7 +105,9 @@ class ArrayCheck:
     answers no mistake matches, and ``prepare`` adapts the returned array before
     comparing (e.g. accepting 0/1 for a bool mask). A failure's example prints the
     inputs named in ``shown_inputs``; by default all of them when they are small.
-    ``exact`` compares without tolerance, for answers that are counts.
+    ``exact`` compares without tolerance, for answers that are counts. ``index_hint``
+    is added when the learner's code stops on an IndexError that is not about shapes:
+    an index past the end of an array it reads from, such as a table of biases.
     """
 
     cases: Callable[[], Sequence[Case]]
@@ -119,6 +121,7 @@ class ArrayCheck:
     # Counts (tokens, layers) must match exactly: a relative tolerance would let n ± 1
     # pass once n is in the tens of thousands.
     exact: bool = False
+    index_hint: str = ""
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         if not callable(answer):
@@ -145,7 +148,12 @@ class ArrayCheck:
 
     def _check_case(self, answer, case: Case, name: str, timeout, notes: list[str]) -> None:
         value = call_answer(
-            answer, case.inputs, name=name, timeout=timeout, shape_hint=self.shape_hint
+            answer,
+            case.inputs,
+            name=name,
+            timeout=timeout,
+            shape_hint=self.shape_hint,
+            index_hint=self.index_hint,
         )
         want = np.asarray(quietly(self.reference, *_copies(case.inputs)))
         got = as_answer_array(value, name, want.ndim)

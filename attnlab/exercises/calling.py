@@ -149,11 +149,13 @@ def call_answer(
     name: str,
     timeout: float | None,
     shape_hint: str = "",
+    index_hint: str = "",
 ) -> Any:
     """Return ``answer(*inputs.values())``, or raise Fail explaining what went wrong.
 
     ``name`` is the learner's function name; ``shape_hint`` is added when their code
-    stops on arrays whose shapes don't fit.
+    stops on arrays whose shapes don't fit, ``index_hint`` when it stops on an
+    IndexError that is not about shapes (an index past the end of an array).
     """
     args = {key: np.copy(v) if isinstance(v, np.ndarray) else v for key, v in inputs.items()}
     on_what = describe_call(inputs)
@@ -185,7 +187,8 @@ def call_answer(
             f"with your code, run that cell, then check again."
         ) from None
     except (Exception, SystemExit) as exc:
-        raise Fail(_error_message(exc, name, list(inputs), on_what, shape_hint)) from None
+        message = _error_message(exc, name, list(inputs), on_what, shape_hint, index_hint)
+        raise Fail(message) from None
     for key, original in inputs.items():
         passed = args[key]
         if isinstance(original, np.ndarray) and not (
@@ -200,7 +203,7 @@ def call_answer(
 
 
 def _error_message(
-    exc: BaseException, name: str, params: list[str], on_what: str, hint: str
+    exc: BaseException, name: str, params: list[str], on_what: str, hint: str, index_hint: str = ""
 ) -> str:
     text = str(exc).strip()
     if len(text) > _LONGEST_ERROR:
@@ -223,6 +226,9 @@ def _error_message(
         )
     if hint and _SHAPE_ERROR.search(text):
         return f"{message} {hint}"
+    # An IndexError such as "too many indices for array" is about shapes, not range.
+    if index_hint and isinstance(exc, IndexError) and not _SHAPE_ERROR.search(text):
+        return f"{message} {index_hint}"
     return message
 
 

@@ -45,11 +45,23 @@ def cross_cases() -> list[Case]:
 
 def _first_score_hint(got, want, inputs):
     # No named mistake explains the numbers: point at one entry the learner can redo.
-    if got.shape != want.shape or got.size == 0 or np.isclose(got[0, 0], want[0, 0]):
+    if got.shape != want.shape or got.size == 0:
+        return None
+    if np.allclose(got, want, rtol=0, atol=0.01):
+        return (
+            "Your `cross_scores` is close to the right scores but not equal to them: every "
+            "entry is within 0.01. Did you round somewhere?"
+        )
+    if got.shape[0] == got.shape[1] > 1 and np.allclose(got, got.T):
+        return (
+            "Your S is symmetric, S[i, j] = S[j, i], and the right one is not. Did you make "
+            "the queries and the keys with the same matrix, or from the same sequence?"
+        )
+    if np.isclose(got[0, 0], want[0, 0]):
         return None
     return (
-        f"Your `cross_scores` returns the right shape, but S[0, 0] is {float(got[0, 0]):.4g} "
-        f"where it should be {float(want[0, 0]):.4g}. Compute S[0, 0] on its own: the query "
+        f"Your `cross_scores` returns the right shape, but S[0, 0] is {float(got[0, 0]):.6g} "
+        f"where it should be {float(want[0, 0]):.6g}. Compute S[0, 0] on its own: the query "
         "of X_q's first token dotted with the key of X_kv's first token. Which of your steps "
         "gives something else?"
     )
@@ -178,6 +190,17 @@ _EXPAND = (
     "right: what is left between X and Xᵀ"
 )
 
+
+def _identity_hint(got, want, inputs):
+    # The last resort for a (d, d) answer no named mistake explains: a check to run.
+    if got.shape != want.shape:
+        return None
+    return (
+        "Your M gives other scores than the two projections do. Try it with X = np.eye(d), one "
+        "embedding per axis: what does X M Xᵀ become, and what does (X W_Q)(X W_K)ᵀ become?"
+    )
+
+
 MATRIX_MISTAKES = (
     Mistake(
         "Yours is the transpose of M: W_K W_Qᵀ gives Sᵀ, where row i holds key i's scores. "
@@ -207,6 +230,17 @@ MATRIX_MISTAKES = (
         lambda W_Q, W_K: W_K.T @ W_Q,
     ),
     Mistake(
+        "You divided by √d_k. M is the matrix of the raw scores S = X M Xᵀ; the scaling "
+        f"comes in the next two lessons. {_EXPAND}?",
+        lambda W_Q, W_K: W_Q @ W_K.T / np.sqrt(W_Q.shape[1]),
+    ),
+    Mistake(
+        "Your M is symmetric: you averaged W_Q W_Kᵀ with its transpose. Then every score "
+        "would be mutual, S[i, j] = S[j, i], which is what two matrices avoid. "
+        f"{_EXPAND}?",
+        lambda W_Q, W_K: (W_Q @ W_K.T + W_K @ W_Q.T) / 2,
+    ),
+    Mistake(
         "You used W_K twice: W_K W_Kᵀ would compare keys with keys, and it is symmetric, so "
         f"every pair of tokens would score each other alike. The queries are X W_Q. {_EXPAND}?",
         lambda W_Q, W_K: W_K @ W_K.T,
@@ -227,6 +261,7 @@ register(
         reference=solutions.score_matrix,
         shape_rule="(d, d): X M Xᵀ must be (n, d) @ (d, d) @ (d, n)",
         mistakes=MATRIX_MISTAKES,
+        hints=(_identity_hint,),
         shape_hint=(
             "W_Q and W_K are both (d, d_k). M goes between X (n, d) and Xᵀ (d, n), so it "
             "must be (d, d): (d, d_k) @ (d_k, d)."

@@ -9,7 +9,7 @@ Lesson: ``notebooks/03_scaling.ipynb``.
 
 import numpy as np
 
-from ..lessons.scaling import temperature_for_entropy
+from ..lessons.scaling import divisor_for_variance, temperature_for_entropy
 from ..softmax import entropy, softmax
 from . import solutions
 from .arrays import ArrayCheck, Case, Mistake, ratio_hint, softmax_rows
@@ -247,7 +247,7 @@ register(
     "divisor_for_variance(d_k, target_variance, sigma_q, sigma_k) -> τ with Var(q·k / τ) = target",
     ArrayCheck(
         divisor_cases,
-        reference=solutions.divisor_for_variance,
+        reference=divisor_for_variance,
         shape_rule="one number, the divisor τ",
         mistakes=DIVISOR_MISTAKES,
         hints=(

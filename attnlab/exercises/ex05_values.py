@@ -8,6 +8,7 @@ Lesson: ``notebooks/05_values.ipynb``.
 import numpy as np
 
 from ..attention import attention
+from ..lessons.values import output_change
 from . import solutions
 from .arrays import (
     ArrayCheck,
@@ -25,14 +26,15 @@ from .registry import register
 LESSON = "notebooks/05_values.ipynb"
 
 _SHAPES = (
-    "Q is (n_q, d_k), K is (n_k, d_k) and V is (n_k, d_v): the weights `softmax(Q @ K.T / "
-    "np.sqrt(d_k))` are (n_q, n_k), and `weights @ V` is (n_q, d_v)."
+    "Q is (n_q, d_k), K is (n_k, d_k) and V is (n_k, d_v). Write down the shape of each "
+    "step: which product of Q and K gives one score per (query, key) pair, (n_q, n_k), and "
+    "which product of the weights and V gives (n_q, d_v)?"
 )
 
 
 _UNNORMALISED = (
-    "Your softmax forgets to divide by the row sums, so each query's weights don't sum to 1: "
-    "`weights = e / e.sum(axis=-1, keepdims=True)`."
+    "Your weights are the exponentials alone, so each query's weights don't sum to 1. What "
+    "does a softmax divide each exponential by?"
 )
 
 
@@ -97,61 +99,65 @@ def _common_mistakes() -> tuple[Mistake, ...]:
     m = blocked_to_minus_inf
     return (
         Mistake(
-            "You returned the attention weights softmax(Q Kᵀ / √d_k), shape (n_q, n_k), and "
-            "forgot the ·V: the output mixes the value vectors with those weights, "
-            "`weights @ V`, shape (n_q, d_v).",
+            "You returned the attention weights softmax(Q Kᵀ / √d_k), shape (n_q, n_k): the "
+            "·V step is missing. The output mixes the value rows with those weights; which "
+            "product of the weights (n_q, n_k) and V (n_k, d_v) gives (n_q, d_v)?",
             lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K), mask)),
         ),
         Mistake(
-            "You returned the (unscaled) attention weights and forgot the ·V: the output "
-            "mixes the value vectors, `softmax(Q @ K.T / np.sqrt(d_k)) @ V`.",
+            "You returned weights, not outputs, and unscaled ones: both the division by √d_k "
+            "and the ·V step are missing. What does each query's output mix, and with "
+            "which weights?",
             lambda Q, K, V, mask=None: softmax_rows(m(Q @ K.T, mask)),
         ),
         Mistake(
-            "You forgot to scale: divide Q Kᵀ by √d_k before the softmax. Unscaled scores grow "
-            "with d_k and push the softmax towards one-hot weights, where it barely learns.",
+            "Your scores are not scaled. Unscaled scores grow with d_k and push the softmax "
+            "towards one-hot weights, where it barely learns (lessons 02 and 03). What must "
+            "Q Kᵀ be divided by before the softmax?",
             lambda Q, K, V, mask=None: softmax_rows(m(Q @ K.T, mask)) @ V,
         ),
         Mistake(
-            "You divided the scores by d_k instead of √d_k (use `np.sqrt(d_k)`): a dot product "
-            "of d_k unit-variance terms has standard deviation √d_k.",
+            "You divided the scores by d_k. A dot product of d_k unit-variance terms has "
+            "variance d_k; what is its standard deviation, the number that brings it back "
+            "to 1?",
             lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K, Q.shape[-1]), mask)) @ V,
         ),
         Mistake(
-            "You wrote `d_k ** 1/2`, which Python reads as `(d_k ** 1) / 2`: powers bind "
-            "tighter than division. Write `np.sqrt(d_k)`.",
+            "You divided by d_k / 2: did you write `d_k ** 1/2`? Python reads it as "
+            "`(d_k ** 1) / 2`, because powers bind tighter than division. How do you write "
+            "the square root so that Python reads it as one?",
             lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K, Q.shape[-1] / 2), mask)) @ V,
         ),
         Mistake(
-            "You scaled by √n, the number of keys (`len(K)`), instead of √d_k. d_k is the "
-            "length of each query and key vector: `Q.shape[-1]`.",
+            "You scaled by the square root of the number of keys, `len(K)`. d_k is the "
+            "length of each query and key vector: which axis of Q holds it?",
             lambda Q, K, V, mask=None: (
                 softmax_rows(m(_scaled(Q, K, np.sqrt(K.shape[0])), mask)) @ V
             ),
         ),
         Mistake(
-            "You scaled by √n, the number of queries (`len(Q)`), instead of √d_k. d_k is the "
-            "length of each query and key vector: `Q.shape[-1]`.",
+            "You scaled by the square root of the number of queries, `len(Q)`. d_k is the "
+            "length of each query and key vector: which axis of Q holds it?",
             lambda Q, K, V, mask=None: (
                 softmax_rows(m(_scaled(Q, K, np.sqrt(Q.shape[0])), mask)) @ V
             ),
         ),
         Mistake(
-            "You scaled by √d_v (`V.shape[-1]`) instead of √d_k. The scale belongs to the "
-            "dot products of queries with keys, so it is d_k = `Q.shape[-1]`.",
+            "You scaled by √d_v, the width of the values. The scale belongs to the dot "
+            "products of queries with keys: whose length is it, then?",
             lambda Q, K, V, mask=None: (
                 softmax_rows(m(_scaled(Q, K, np.sqrt(V.shape[-1])), mask)) @ V
             ),
         ),
         Mistake(
-            "Your softmax runs along the wrong axis (axis 0, over the queries), so each key's "
-            "column of weights sums to 1. Each query's row must sum to 1: softmax over the "
-            "last axis, `axis=-1`.",
+            "Your softmax runs down the columns (axis 0, over the queries), so each key's "
+            "column of weights sums to 1. Whose weights must sum to 1, and along which axis "
+            "do they lie?",
             lambda Q, K, V, mask=None: softmax_columns(m(_scaled(Q, K), mask)) @ V,
         ),
         Mistake(
-            "You skipped the softmax: the raw scaled scores are not weights. softmax turns "
-            "each query's row of scores into positive weights that sum to 1.",
+            "You multiplied the scaled scores themselves by V: scores can be negative and do "
+            "not sum to 1, so they are not weights. What turns a row of scores into weights?",
             lambda Q, K, V, mask=None: (
                 np.where(mask, _scaled(Q, K), 0.0) @ V if mask is not None else _scaled(Q, K) @ V
             ),
@@ -162,13 +168,13 @@ def _common_mistakes() -> tuple[Mistake, ...]:
         ),
         Mistake(_UNNORMALISED, lambda Q, K, V, mask=None: np.exp(m(_scaled(Q, K), mask)) @ V),
         Mistake(
-            "You multiplied the weights by K instead of V. The keys only decide the weights; "
-            "the output mixes the value vectors: `weights @ V`.",
+            "You multiplied the weights by K. The keys only decide the weights; what does the "
+            "output mix?",
             lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K), mask)) @ K,
         ),
         Mistake(
-            "Your output is transposed: it has one row per value feature. It should have one "
-            "row per query, (n_q, d_v): `weights @ V`, not `V.T @ weights.T`.",
+            "Your output is transposed: one row per value feature. It should have one row "
+            "per query, (n_q, d_v). Which order of the product gives that?",
             lambda Q, K, V, mask=None: (softmax_rows(m(_scaled(Q, K), mask)) @ V).T,
         ),
         Mistake(
@@ -186,8 +192,8 @@ def _common_mistakes() -> tuple[Mistake, ...]:
         ),
         Mistake(
             "Your attention overflows on large scores: exp(800) is inf, and inf / inf is NaN. "
-            "Subtract each row's maximum score before exp: that leaves the weights unchanged "
-            "(the factor exp(-max) cancels) and keeps every exponent ≤ 0.",
+            "Lesson 04 showed a number you can subtract from every score of a row without "
+            "changing its weights, which keeps every exponent ≤ 0. Which number is it?",
             lambda Q, K, V, mask=None: softmax_unshifted(m(_scaled(Q, K), mask)) @ V,
         ),
     )
@@ -195,30 +201,29 @@ def _common_mistakes() -> tuple[Mistake, ...]:
 
 MASK_MISTAKES = (
     Mistake(
-        "Your masked attention ignores the mask: blocked keys still get weight. Set their "
-        "scores to -inf before the softmax, `np.where(mask, S, -np.inf)`, so exp gives them 0.",
+        "Your masked attention ignores the mask: blocked keys still get weight. Which score "
+        "would make exp give a blocked key exactly 0, and where does it go in?",
         lambda Q, K, V, mask: softmax_rows(_scaled(Q, K)) @ V,
     ),
     Mistake(
         'Your mask is inverted: you blocked the keys marked True. Here True means "may '
-        "attend\" (PyTorch's convention), so keep the scores where mask is True: "
-        "`np.where(mask, S, -np.inf)`.",
+        "attend\" (PyTorch's convention). Which scores should you keep?",
         lambda Q, K, V, mask: softmax_rows(np.where(mask, -np.inf, _scaled(Q, K))) @ V,
     ),
     Mistake(
-        "You set the blocked scores to 0 instead of -inf (e.g. `S * mask`). exp(0) = 1, so "
-        "blocked keys still get weight; `np.where(mask, S, -np.inf)` gives them exp(-inf) = 0.",
+        "You set the blocked scores to 0 (e.g. `S * mask`). exp(0) = 1, so blocked keys "
+        "still get weight. Which score gives exp(score) = 0?",
         lambda Q, K, V, mask: softmax_rows(_scaled(Q, K) * mask) @ V,
     ),
     Mistake(
         "You zeroed the blocked weights after the softmax, so the rows no longer sum to 1. "
-        "Mask the scores before the softmax instead (set them to -inf): the softmax then "
-        "shares all of each row's weight among the allowed keys.",
+        "Lesson 04 showed two ways to fix it: what does each do to the allowed keys' "
+        "share of the weight?",
         lambda Q, K, V, mask: (softmax_rows(_scaled(Q, K)) * mask) @ V,
     ),
     Mistake(
         "You added the bool mask to the scores: that adds 1 to the allowed scores and blocks "
-        "nothing. Use `np.where(mask, S, -np.inf)`.",
+        "nothing. What should a blocked key's score become instead?",
         lambda Q, K, V, mask: softmax_rows(_scaled(Q, K) + mask) @ V,
     ),
 )
@@ -239,15 +244,15 @@ def _leak_hint(got, want, inputs):
                 f"Close, but not exact: your blocked keys seem to get the score {blocked:g} "
                 f"instead of -inf. e^({blocked:g}) is {np.exp(blocked):.1e}, not 0, so each "
                 "blocked key still passes on a little of its value, more when the allowed "
-                "scores are low too. Give blocked scores -np.inf: e^(-inf) is exactly 0."
+                "scores are low too. Which score gives e^score exactly 0?"
             )
     return None
 
 
 _overflow_hint = overflow_hint(
     "Your attention returned NaN or inf for large scores: exp(800) overflows to inf. "
-    "Subtract each row's maximum score before exp: that leaves the weights unchanged "
-    "and keeps every exponent ≤ 0.",
+    "Which number can you subtract from every score of a row without changing its "
+    "weights (lesson 04), so that every exponent is ≤ 0?",
     lambda inputs: np.abs(_scaled(inputs["Q"], inputs["K"])).max(),
 )
 
@@ -265,11 +270,6 @@ register(
     ),
 )
 # ---------------------------------------------------------------- output_change
-
-
-def output_change_reference(A, j, delta):
-    """ΔZ = A (V + e_j δᵀ) − A V = A[:, j] δᵀ: column j of A times the change δ."""
-    return np.outer(np.asarray(A, dtype=float)[:, j], np.asarray(delta, dtype=float))
 
 
 def output_change_cases() -> list[Case]:
@@ -332,7 +332,7 @@ register(
     "shape (n_q, d_v)",
     ArrayCheck(
         output_change_cases,
-        reference=output_change_reference,
+        reference=output_change,
         shape_rule="one row per query and one column per value feature, (n_q, d_v)",
         mistakes=OUTPUT_CHANGE_MISTAKES,
         shape_hint=(

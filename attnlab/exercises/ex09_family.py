@@ -118,6 +118,20 @@ RELATIVE_MISTAKES = (
         "entries should B[2, 0] (b_2) and B[0, 2] (b_-2) read, and do they differ?",
         lambda n, table: _table_at(n, table, lambda i, j: np.abs(i - j) + n - 1),
     ),
+    Mistake(
+        "Your diagonal, where the key is the query itself, reads b_-1 instead of b_0: each "
+        "of your indices is one too small, and where one reached −1 (query 0, the last key) "
+        "NumPy did not complain but read the table's *last* entry. Which index holds b_0, "
+        "and which index does your formula give at i = j?",
+        lambda n, table: _table_at(n, table, lambda i, j: i - j + n - 2),
+    ),
+    Mistake(
+        "Your diagonal, where the key is the query itself, reads b_1 instead of b_0: all "
+        "your indices are 0 or below, and NumPy reads a negative index from the end of the "
+        "table without complaint, so most entries land one place after the right one. Which "
+        "index holds b_0, and which index does your formula give at i = j?",
+        lambda n, table: _table_at(n, table, lambda i, j: i - j - (n - 1)),
+    ),
 )
 
 
@@ -137,6 +151,10 @@ register(
             "`np.arange(n)`, of shape (n,), into a column of shape (n, 1) and a row of "
             "shape (1, n)?"
         ),
+        index_hint=(
+            "One of your indices is past the end of the table. What is the largest index "
+            "your formula builds (at i = n − 1, j = 0), and what is the table's last index?"
+        ),
     ),
 )
 
@@ -147,10 +165,13 @@ register(
 def alibi_cases() -> list[Case]:
     # H = 4 first: there every slip below gives its own numbers (with H = 2, dividing by
     # h and reversing the heads happen to agree), so the first failure names the right one.
+    # H = 16 is the one case where 8/H is not a whole number: floor division (//) in the
+    # exponent gives the right slopes for H = 1, 2, 4 and 8, and wrong ones there.
     return [
         Case("n = 3 tokens, H = 4 heads", {"n": 3, "H": 4}),
         Case("n = 2 tokens, H = 8 heads", {"n": 2, "H": 8}),
         Case("n = 4 tokens, H = 2 heads", {"n": 4, "H": 2}),
+        Case("n = 2 tokens, H = 16 heads", {"n": 2, "H": 16}),
         Case("n = 1, a single token, and H = 1 head", {"n": 1, "H": 1}),
     ]
 
@@ -164,6 +185,40 @@ def _distance(n, signed=False):
 def _stack(slopes, n, signed=False):
     """−m_h times the (n, n) distances, one matrix per slope: what each slip builds."""
     return -np.asarray(slopes, dtype=float)[:, None, None] * _distance(n, signed)
+
+
+def _causal(n, H, fill):
+    """The biases with the keys after the query (j > i) set to ``fill``: the decoder's form."""
+    i = np.arange(n)
+    return np.where(i[None, :] > i[:, None], fill, alibi_biases_reference(n, H))
+
+
+def _floor_exponent(exponent):
+    """Slopes 2^exponent(h, H) for h = 1 … H, the exponent worked out in integers."""
+    return lambda n, H: _stack(2.0 ** exponent(np.arange(1, H + 1), H), n)
+
+
+# Following the paper, which writes ALiBi for a decoder, a learner may leave out the keys
+# after the query; the exercise asks for every pair.
+_EVERY_PAIR = (
+    "The exercise asks for the bias of every pair, keys after the query included; the "
+    "causal mask, when a model uses one, is applied separately. What should B[h, 0, 2], "
+    "for the key two tokens after the first query, be?"
+)
+
+
+def _causal_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """Right on and below the diagonal, wrong above it: a causal form with another fill."""
+    n = inputs["n"]
+    if got.shape != want.shape or n < 2:
+        return None
+    lower = np.tri(n, dtype=bool)  # j <= i, broadcast over the heads
+    if not matches(np.where(lower, got.astype(float), 0.0), np.where(lower, want, 0.0)):
+        return None
+    return (
+        "Your biases are right on and below the diagonal, for the keys up to the query, "
+        "but not above it: did you apply the causal part yourself? " + _EVERY_PAIR
+    )
 
 
 def _slopes_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
@@ -197,6 +252,21 @@ ALIBI_MISTAKES = (
         "be the formula's first head, with slope 2^(−8/H). Which values of the formula's h "
         "must your array hold?",
         lambda n, H: _stack(alibi_slopes_reference(H, first=0), n),
+    ),
+    *(
+        Mistake(
+            "Your slopes for H = 16 heads are all whole powers of 2, but the formula's "
+            "2^(−8h/16) = 2^(−h/2) is one only for even h: your exponent was rounded to a "
+            "whole number. With 1, 2, 4 or 8 heads, 8/H is whole and nothing is lost; "
+            "with 16 it is not. `//` is Python's floor division, which rounds down: what is "
+            "`-8 * 1 // 16`, and what is `-8 * 1 / 16`?",
+            _floor_exponent(exponent),
+        )
+        for exponent in (
+            lambda h, H: -8 * h // H,
+            lambda h, H: -(8 * h // H),
+            lambda h, H: -8 // H * h,
+        )
     ),
     Mistake(
         "Your slopes run the wrong way round: head 0 has the gentlest slope, 2^(−8), and the "
@@ -249,6 +319,16 @@ ALIBI_MISTAKES = (
         lambda n, H: _stack(alibi_slopes_reference(H), n, signed=True),
     ),
     Mistake(
+        "Above the diagonal, for the keys after the query, your biases are 0: you applied "
+        "the causal part yourself, as the paper's decoder does. " + _EVERY_PAIR,
+        lambda n, H: _causal(n, H, 0.0),
+    ),
+    Mistake(
+        "Above the diagonal, for the keys after the query, your biases are −inf: you "
+        "applied the causal mask yourself. " + _EVERY_PAIR,
+        lambda n, H: _causal(n, H, -np.inf),
+    ),
+    Mistake(
         "Your heads are on the last axis, B[i, j, h]. The exercise puts them first, "
         "B[h, i, j], so that B[h] is head h's (n, n) matrix and the stack adds to scores "
         "of shape (H, n, n). Broadcasting lines shapes up from the right: where must the "
@@ -294,6 +374,8 @@ def _with(phi, normalise="rows"):
         out = fq @ (fk.T @ V)
         if normalise == "rows":
             return out / (fq @ fk.sum(axis=0))[:, None]
+        if normalise == "mean":
+            return out / (fq @ fk.mean(axis=0))[:, None]
         if normalise == "count":
             return out / K.shape[0]
         if normalise == "total":
@@ -308,7 +390,13 @@ def _with(phi, normalise="rows"):
 _FROM_THE_FORMULA = (
     "Go back to the lesson's o_i = Σ_j κ(q_i, k_j) v_j / Σ_j κ(q_i, k_j) with "
     "κ(q, k) = φ(q)·φ(k): φ(q_i) does not depend on j. What is left inside each of the "
-    "two sums once it is taken out, and which shape has it?"
+    "two sums once it is taken out, and does it depend on i?"
+)
+# Softmax attention divides its scores by √d_k; linear attention has no such factor.
+_NO_ROOT_D = (
+    "Linear attention has no such factor: its similarity is κ(q, k) = φ(q)·φ(k), with "
+    "φ(x) = elu(x) + 1 applied to the queries and keys as they are. Which part of the "
+    "lesson's o_i asks for √d_k?"
 )
 
 LINEAR_MISTAKES = (
@@ -323,9 +411,15 @@ LINEAR_MISTAKES = (
     Mistake(
         "You divided every row by the number of keys, as if each weight φ(q_i)·φ(k_j) were "
         "1 on average. Row i must be divided by the sum of its own weights, "
-        "Σ_j φ(q_i)·φ(k_j), a number that changes from query to query. Take φ(q_i) out of "
-        "that sum as the lesson did for the numerator: what is left, and which shape has it?",
+        "Σ_j φ(q_i)·φ(k_j), a number that changes from query to query. Once φ(q_i) is "
+        "taken out of that sum, what is left inside, and does it depend on i?",
         _with(elu_feature, normalise="count"),
+    ),
+    Mistake(
+        "Each of your rows is n_k times the right one, n_k being the number of keys: your "
+        "denominator is n_k times too small. The lesson's denominator, Σ_j φ(q_i)·φ(k_j), "
+        "is a sum over the keys. Does yours add up over the keys, or average over them?",
+        _with(elu_feature, normalise="mean"),
     ),
     Mistake(
         "You divided the whole output by one number, the total of every query's weights. "
@@ -379,6 +473,22 @@ LINEAR_MISTAKES = (
         "can be regrouped. " + _FROM_THE_FORMULA,
         lambda Q, K, V: softmax_rows(Q @ K.T / np.sqrt(Q.shape[1])) @ V,
     ),
+    Mistake(
+        "That is softmax attention, softmax(Q Kᵀ) V, here even without its 1/√d_k. Linear "
+        "attention replaces the exponential by κ(q, k) = φ(q)·φ(k) with φ(x) = elu(x) + 1, "
+        "so that the products can be regrouped. " + _FROM_THE_FORMULA,
+        lambda Q, K, V: softmax_rows(Q @ K.T) @ V,
+    ),
+    Mistake(
+        "You divided the queries by √d_k before the feature map, as softmax attention "
+        "divides its scores. " + _NO_ROOT_D,
+        lambda Q, K, V: _with(elu_feature)(Q / np.sqrt(Q.shape[1]), K, V),
+    ),
+    Mistake(
+        "Each of your rows is 1/√d_k times the right one: you divided the numerator by "
+        "√d_k, as softmax attention divides its scores. " + _NO_ROOT_D,
+        lambda Q, K, V: _with(elu_feature)(Q, K, V) / np.sqrt(Q.shape[1]),
+    ),
 )
 
 LARGE_N, LARGE_D = 2000, 4
@@ -415,13 +525,12 @@ class LinearMemoryCheck(ArrayCheck):
                 f"Your `{name}` gives the right numbers, but on {LARGE_N} queries and keys "
                 f"(d = {LARGE_D}) it needed {peak / 2**20:.0f} MiB at its peak, where one "
                 f"{LARGE_N} × {LARGE_N} matrix is {matrix / 2**20:.0f} MiB: somewhere it "
-                f"forms an (n_q, n_k) array, such as φ(Q) φ(K)ᵀ or the weights, the "
-                f"quadratic order. In the lesson's o_i, φ(q_i) comes out of both sums, the "
-                f"numerator's and the denominator's, and what is left inside each depends "
-                f"on the keys only: φ(K)ᵀ V, a (d_k, d_v) matrix, in the numerator, and "
-                f"d_k numbers in the denominator. Does each of your two sums start from "
-                f"the key side, or does one of them still go through the (n_q, n_k) "
-                f"weights?",
+                f"forms an (n_q, n_k) array, such as φ(Q) φ(K)ᵀ or the weights: the "
+                f"quadratic order. A chain of `@` is evaluated from left to right, so "
+                f"`A @ B @ C` multiplies A by B first, whatever their sizes: where are the "
+                f"brackets in your products? And in the lesson's o_i, φ(q_i) comes out of "
+                f"both sums, the numerator's and the denominator's: what is left inside "
+                f"each once it is taken out, and does it depend on i?",
                 name,
             )
         want = linear_attention_reference(*inputs.values())
@@ -452,7 +561,7 @@ register(
         reference=alibi_biases_reference,
         shape_rule="one (n, n) bias matrix per head, heads first: (H, n, n)",
         mistakes=ALIBI_MISTAKES,
-        hints=(_slopes_hint,),
+        hints=(_slopes_hint, _causal_hint),
         shape_hint=(
             "Broadcasting lines shapes up from the right: against the (n, n) distances, an "
             "(H,) array of slopes lines the heads up with the keys' axis, and an (H, 1) "
@@ -472,11 +581,11 @@ register(
         shape_rule="one output row per query, d_v columns like V: (n_q, d_v)",
         mistakes=LINEAR_MISTAKES,
         shape_hint=(
-            "Name the shape of each piece: φ(K)ᵀ V is (d_k, n_k) times (n_k, d_v), so "
-            "(d_k, d_v), and φ(Q) times it is (n_q, d_v). The denominator is one number per "
-            "query, n_q of them, built the same way from a key-side part of d_k numbers. To "
-            "divide row i of an (n_q, d_v) array by the i-th of n_q numbers, which shape "
-            "must those numbers have?"
+            "Write down the shape of each piece: φ(Q) is (n_q, d_k), φ(K) is (n_k, d_k), V "
+            "is (n_k, d_v), and the result is (n_q, d_v). In the lesson's o_i, what is left "
+            "inside each sum once φ(q_i) is taken out, and does it depend on i? The "
+            "denominator is one number per query: to divide row i of an (n_q, d_v) array by "
+            "the i-th of n_q numbers, which shape must those numbers have?"
         ),
     ),
 )

@@ -180,8 +180,12 @@ def t5_bucket(distance, n_buckets: int = 32, max_distance: int = 128, bidirectio
     else:
         far = np.maximum(far, 0)
     exact = n_buckets // 2
+    # T5 takes this ratio of logs in natural logs; any base gives the same ratio. At
+    # distances 16, 32 and 64 (with the defaults) the ratio times (n_buckets - exact) is
+    # a whole number, where a log one ulp low on some CPU would move the distance down a
+    # bucket. log2 is exact at powers of 2, so those boundaries are exact everywhere.
     with np.errstate(divide="ignore"):
-        log_part = np.log(np.maximum(far, 1) / exact) / np.log(max_distance / exact)
+        log_part = np.log2(np.maximum(far, 1) / exact) / np.log2(max_distance / exact)
     large = exact + (log_part * (n_buckets - exact)).astype(int)
     large = np.minimum(large, n_buckets - 1)
     return bucket + np.where(far < exact, far, large)
@@ -207,7 +211,9 @@ def _check_power_of_two(n_heads) -> None:
     if n_heads & (n_heads - 1):
         raise ValueError(
             f"ALiBi's slopes 2^(-8h/H) are defined here for H a power of 2 (1, 2, 4, 8, …), "
-            f"got H = {n_heads}; the paper interpolates between powers of 2 for other H."
+            f"got H = {n_heads}. The paper trained only such head counts; for other H, its "
+            f"authors' code takes the slopes of the power of 2 below H and adds every other "
+            f"slope of the power of 2 above."
         )
 
 

@@ -3,18 +3,17 @@
 The attention output ``z_i = Σ_j A_ij v_j`` has weights ``A_ij ≥ 0`` that sum
 to 1, so it is a convex combination of the value rows. ``convex_hull`` and
 ``inside_hull`` let the lesson check that in 2-D; the figure functions only
-draw numbers that the notebook computed in the cell that calls them.
+draw numbers that the notebook computed in the cell that calls them. Matplotlib is
+imported only by the figure functions, so that the checker can grade ``output_change``
+against this module with NumPy alone.
 
 Lesson: ``notebooks/05_values.ipynb``.
 """
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.patches import Polygon
 
-from .. import plots
 from .._inputs import is_whole_number
 
 
@@ -105,6 +104,10 @@ def hull_picture(V, outputs: dict, labels=None, ax=None, title=""):
     """
     V = np.asarray(V, dtype=float)
     labels = labels if labels is not None else [f"v{j}" for j in range(len(V))]
+    from matplotlib.patches import Polygon
+
+    from .. import plots
+
     ax = plots.axes(ax, figsize=(5.6, 4.4))
     hull = convex_hull(V)
     ax.add_patch(
@@ -158,6 +161,10 @@ def stage_grid(stages: dict, labels, *, col_labels=None, figsize=(10, 7.2)):
     """
     if len(stages) != 4:
         raise ValueError(f"stage_grid draws exactly 4 stages, got {len(stages)}.")
+    import matplotlib.pyplot as plt
+
+    from .. import plots
+
     fig, axs = plt.subplots(2, 2, figsize=figsize, layout="constrained")
     items = list(stages.items())
     score_lim = max(float(np.abs(M).max()) for _, M in items[:2]) or 1.0
@@ -224,6 +231,10 @@ def matrices_row(
         col_labels = {title: col_labels for title in mats if title not in weights}
     signed = [np.asarray(M, dtype=float) for title, M in mats.items() if title not in weights]
     shared = max((float(np.abs(M).max()) for M in signed if M.size), default=0.0) or 1.0
+    import matplotlib.pyplot as plt
+
+    from .. import plots
+
     fig, axs = plt.subplots(1, len(mats), figsize=figsize, layout="constrained")
     for ax, (title, M) in zip(np.atleast_1d(axs), mats.items(), strict=True):
         M = np.asarray(M, dtype=float)
