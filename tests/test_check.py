@@ -99,6 +99,8 @@ def attention_einsum(Q, K, V):
 
 
 def masked_loop(Q, K, V, mask):
+    if Q.ndim > 2:  # one sequence (and head) at a time
+        return [masked_loop(q, k, v, mask) for q, k, v in zip(Q, K, V, strict=True)]
     out = []
     for i in range(len(Q)):
         keys = [j for j in range(len(K)) if mask[i, j]]
@@ -109,8 +111,8 @@ def masked_loop(Q, K, V, mask):
 
 
 def masked_fill(Q, K, V, mask):
-    S = Q @ K.T / np.sqrt(K.shape[1])
-    S[~mask] = -np.inf
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    S[..., ~mask] = -np.inf
     return stable_softmax(S) @ V
 
 
@@ -187,13 +189,21 @@ CORRECT = [
     (
         "masked_attention",
         lambda Q, K, V, mask: (
-            stable_softmax(Q @ K.T / np.sqrt(Q.shape[1]) + np.where(mask, 0.0, -1e9)) @ V
+            stable_softmax(
+                Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) + np.where(mask, 0.0, -1e9)
+            )
+            @ V
         ),
     ),
     (
         "masked_attention",
         lambda Q, K, V, mask: (
-            stable_softmax(np.where(mask, Q @ K.T / np.sqrt(Q.shape[1]), -np.inf)) @ V
+            stable_softmax(
+                np.where(
+                    mask, np.einsum("...id,...jd->...ij", Q, K) / np.sqrt(Q.shape[-1]), -np.inf
+                )
+            )
+            @ V
         ).astype(np.float32),
     ),
     ("output_change", lambda A, j, delta: A[:, j, None] * delta[None, :]),
@@ -226,8 +236,8 @@ CORRECT = [
     # Zeroing after the softmax is right when the rows are normalised again.
     (
         "masked_attention",
-        lambda Q, K, V, mask: (lambda w: (w / w.sum(axis=1, keepdims=True)) @ V)(
-            stable_softmax(Q @ K.T / np.sqrt(Q.shape[1])) * mask
+        lambda Q, K, V, mask: (lambda w: (w / w.sum(axis=-1, keepdims=True)) @ V)(
+            stable_softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])) * mask
         ),
     ),
 ]

@@ -39,7 +39,9 @@ _UNNORMALISED = (
 
 
 def _scaled(Q, K, divisor=None):
-    return Q @ K.T / (np.sqrt(Q.shape[-1]) if divisor is None else divisor)
+    # swapaxes, not .T: the mistakes are computed on batched inputs too
+    keys_t = np.swapaxes(K, -1, -2)
+    return Q @ keys_t / (np.sqrt(Q.shape[-1]) if divisor is None else divisor)
 
 
 def blocked_to_minus_inf(S: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
@@ -85,8 +87,27 @@ def attention_cases() -> list[Case]:
 
 def masked_attention_cases() -> list[Case]:
     # Every row of every mask allows some keys and blocks some, so an ignored or
-    # inverted mask always changes the result.
-    return _attention_cases(515, with_mask=True)
+    # inverted mask always changes the result. The last two cases carry batch and head
+    # axes in front, as Section 7 does, with one (n_q, n_k) mask shared by all of them;
+    # there `K.T` reverses every axis, where only the last two must swap.
+    cases = _attention_cases(515, with_mask=True)
+    rng = np.random.default_rng(525)
+    causal = np.tril(np.ones((4, 4), dtype=bool))
+    batched = {
+        "Q": readable(rng, 2, 4, 3),
+        "K": readable(rng, 2, 4, 3),
+        "V": readable(rng, 2, 4, 2),
+        "mask": causal,
+    }
+    cases.append(Case("a batch of 2 sequences: Q, K (2×4×3), V (2×4×2), a causal mask", batched))
+    heads = {
+        "Q": readable(rng, 2, 3, 3, 2),
+        "K": readable(rng, 2, 3, 5, 2),
+        "V": readable(rng, 2, 3, 5, 4),
+        "mask": np.array([[1, 1, 0, 1, 0], [0, 1, 1, 1, 0], [1, 0, 0, 1, 1]], dtype=bool),
+    }
+    cases.append(Case("batch 2 × 3 heads: Q (2×3×3×2), K (2×3×5×2), V (2×3×5×4), one mask", heads))
+    return cases
 
 
 def _exp_over_count(S):
@@ -108,13 +129,13 @@ def _common_mistakes() -> tuple[Mistake, ...]:
             "You returned weights, not outputs, and unscaled ones: both the division by √d_k "
             "and the ·V step are missing. What does each query's output mix, and with "
             "which weights?",
-            lambda Q, K, V, mask=None: softmax_rows(m(Q @ K.T, mask)),
+            lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K, 1.0), mask)),
         ),
         Mistake(
             "Your scores are not scaled. Unscaled scores grow with d_k and push the softmax "
             "towards one-hot weights, where it barely learns (lessons 02 and 03). What must "
             "Q Kᵀ be divided by before the softmax?",
-            lambda Q, K, V, mask=None: softmax_rows(m(Q @ K.T, mask)) @ V,
+            lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K, 1.0), mask)) @ V,
         ),
         Mistake(
             "You divided the scores by d_k. A dot product of d_k unit-variance terms has "
@@ -197,6 +218,30 @@ def _common_mistakes() -> tuple[Mistake, ...]:
             lambda Q, K, V, mask=None: softmax_unshifted(m(_scaled(Q, K), mask)) @ V,
         ),
     )
+
+
+_BATCHED_SHAPES = (
+    "Q is (..., n_q, d_k), K is (..., n_k, d_k) and V is (..., n_k, d_v), where ... are the "
+    "batch and head axes. For a 2-D K, `K.T` swaps its two axes; for a 3-D or 4-D K it "
+    "reverses all of them. Which two axes of K must swap, and how do you swap only those?"
+)
+
+
+def _over_axis_1(S):
+    # softmax over axis 1: the keys of a 2-D S, but not of a batched one
+    with np.errstate(all="ignore"):
+        e = np.exp(S - S.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+
+BATCH_MISTAKES = (
+    Mistake(
+        "Right on the 2-D inputs, but with batch and head axes in front your softmax runs "
+        "over the wrong axis: for a 2-D S, axis 1 holds the keys, and for a 3-D or 4-D S it "
+        "holds something else. Which axis holds each query's keys, whatever comes in front?",
+        lambda Q, K, V, mask: _over_axis_1(blocked_to_minus_inf(_scaled(Q, K), mask)) @ V,
+    ),
+)
 
 
 MASK_MISTAKES = (
@@ -346,14 +391,20 @@ register(
     LESSON,
     solutions.masked_attention,
     "masked_attention(Q, K, V, mask) -> attention where only keys with mask True count, "
-    "shape (n_q, d_v)",
+    "shape (..., n_q, d_v)",
     ArrayCheck(
         masked_attention_cases,
         reference=attention,
-        shape_rule="one row per query and one column per value feature, (n_q, d_v)",
-        mistakes=MASK_MISTAKES + _common_mistakes(),
+        shape_rule="the leading batch and head axes of Q, then one row per query and one "
+        "column per value feature, (..., n_q, d_v)",
+        mistakes=MASK_MISTAKES + _common_mistakes() + BATCH_MISTAKES,
         hints=(_leak_hint, _overflow_hint),
-        shape_hint=_SHAPES,
+        shape_hint=_BATCHED_SHAPES,
+        index_hint=(
+            "Indexing S with the (n_q, n_k) mask works only while S is 2-D too. With batch "
+            "and head axes in front, how do you apply one mask to every (n_q, n_k) slice? "
+            "(Broadcasting lines shapes up from the right.)"
+        ),
         # The mask is what most mistakes here are about; Q, K and V are too big to read.
         shown_inputs=("mask",),
     ),

@@ -105,7 +105,7 @@ def output_change(A, j, delta):
 
 def masked_attention(Q, K, V, mask):
     d_k = Q.shape[-1]
-    S = Q @ K.T / np.sqrt(d_k)
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)  # swap only the last two axes of K
     S = np.where(mask, S, -np.inf)  # blocked keys get exp(-inf) = 0 weight
     return softmax(S) @ V
 
