@@ -230,16 +230,17 @@ CORRECT = [
             for h in range(1, H + 1)
         ],
     ),
+    (
+        "alibi_biases",
+        lambda n, H: np.einsum(
+            "h,ij->hij",
+            -np.geomspace(2.0 ** (-8 / H), 2.0**-8, H),
+            np.abs(np.arange(n)[:, None] - np.arange(n)),
+        ).astype(np.float32),
+    ),
     ("linear_attention", linear_attention_loop),
     ("linear_attention", linear_attention_einsum),
     ("linear_attention", lambda Q, K, V: linear_attention_einsum(Q, K, V).astype(np.float32)),
-    # Zeroing after the softmax is right when the rows are normalised again.
-    (
-        "masked_attention",
-        lambda Q, K, V, mask: (lambda w: (w / w.sum(axis=-1, keepdims=True)) @ V)(
-            stable_softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])) * mask
-        ),
-    ),
 ]
 
 
@@ -814,3 +815,39 @@ def test_a_mask_multiplied_by_minus_inf_is_explained():
 
     result = check("masked_attention", nan_mask)
     assert not result and "0 * inf" in result.message
+
+
+def _masked(scores_of, fill=-np.inf, axis=-1):
+    def answer(Q, K, V, mask):
+        S = np.where(mask, scores_of(Q, K) / np.sqrt(Q.shape[-1]), fill)
+        return course_softmax(S, axis=axis) @ V
+
+    return answer
+
+
+def test_masked_attention_works_for_batches_and_heads_and_says_why_not():
+    swapped = _masked(lambda Q, K: Q @ np.swapaxes(K, -1, -2))
+    assert check("masked_attention", swapped).passed
+    assert check("masked_attention", _masked(lambda Q, K: Q @ np.swapaxes(K, -1, -2), -1e9))
+    # K.T reverses every axis of a batched K: the shape hint asks which two must swap
+    message = check("masked_attention", _masked(lambda Q, K: Q @ K.T)).message
+    assert "raised ValueError" in message and "swap only the last two" in message
+    # a softmax over axis 1 is right for 2-D scores only
+    message = check("masked_attention", _masked(lambda Q, K: Q @ np.swapaxes(K, -1, -2), axis=1))
+    assert "whatever comes in front" in message.message
+
+
+@pytest.mark.parametrize("blocked", [-50.0, -100.0])
+def test_a_finite_blocked_score_loses_to_very_low_allowed_scores(blocked):
+    answer = _masked(lambda Q, K: Q @ np.swapaxes(K, -1, -2), blocked)
+    result = check("masked_attention", answer)
+    assert not result and "large but finite score" in result.message
+
+
+def test_renormalising_after_the_softmax_is_named_where_it_gives_nan():
+    def after(Q, K, V, mask):
+        W = course_softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])) * mask
+        return W / W.sum(axis=-1, keepdims=True) @ V
+
+    result = check("masked_attention", after)
+    assert not result and "0 / 0 is NaN" in result.message

@@ -187,7 +187,7 @@ class ArrayCheck:
         if not np.isfinite(got.astype(np.float64)).all():
             return (
                 f"Your `{name}` returned NaN or inf. Look for a division by zero, "
-                f"inf - inf, or an exponential of a large number."
+                f"inf - inf, 0 · inf, or an exponential of a large number."
             )
         diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
         index = [int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape)]

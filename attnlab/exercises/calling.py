@@ -34,7 +34,7 @@ DEFAULT_TIMEOUT = 5.0
 _REPEAT_SECONDS = 0.1
 _LONGEST_ERROR = 300  # longer error messages (some print whole arrays) are cut
 # Words in NumPy's messages about arrays whose shapes don't fit together.
-_SHAPE_ERROR = re.compile(r"shape|broadcast|mismatch|aligned|dimension", re.IGNORECASE)
+_SHAPE_ERROR = re.compile(r"shape|broadcast|mismatch|aligned|dimension|axes", re.IGNORECASE)
 
 
 class TimeLimitExceeded(Exception):

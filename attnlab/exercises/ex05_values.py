@@ -16,7 +16,6 @@ from .arrays import (
     Mistake,
     overflow_hint,
     readable,
-    softmax_columns,
     softmax_rows,
     softmax_unnormalised,
     softmax_unshifted,
@@ -92,6 +91,29 @@ def masked_attention_cases() -> list[Case]:
     # there `K.T` reverses every axis, where only the last two must swap.
     cases = _attention_cases(515, with_mask=True)
     rng = np.random.default_rng(525)
+    single = {
+        "Q": readable(rng, 1, 3),
+        "K": readable(rng, 4, 3),
+        "V": readable(rng, 4, 2),
+        "mask": np.array([[1, 0, 1, 1]], dtype=bool),
+    }
+    cases.append(Case("a single query: Q (1×3), K (4×3), V (4×2)", single))
+    # Query 0's allowed scores are near -300, far below any finite stand-in for -inf
+    # (-10, -100): a blocked key given such a score would take nearly all the weight.
+    low = {
+        "Q": np.array([[-40.0, -40.0, -40.0, -40.0], [10.0, 0.0, 0.0, -10.0]]),
+        "K": np.array(
+            [
+                [40.0, 40.0, 40.0, 40.0],
+                [30.0, 40.0, 40.0, 40.0],
+                [-10.0] * 4,
+                [0.0, 10.0, -10.0, 0.0],
+            ]
+        ),
+        "V": readable(rng, 4, 3),
+        "mask": np.array([[1, 1, 0, 0], [1, 0, 1, 1]], dtype=bool),
+    }
+    cases.append(Case("allowed scores near -300: Q (2×4), K (4×4), V (4×3)", low))
     causal = np.tril(np.ones((4, 4), dtype=bool))
     batched = {
         "Q": readable(rng, 2, 4, 3),
@@ -113,6 +135,27 @@ def masked_attention_cases() -> list[Case]:
 def _exp_over_count(S):
     with np.errstate(all="ignore"):
         return np.exp(S) / S.shape[-1]
+
+
+def _over_queries(S):
+    # softmax over the queries' axis (-2), with a column that is blocked everywhere
+    # giving 0 rather than NaN: a NaN result would "explain" every answer that is NaN.
+    with np.errstate(all="ignore"):
+        top = np.max(S, axis=-2, keepdims=True)
+        e = np.exp(S - np.where(np.isfinite(top), top, 0.0))
+        total = e.sum(axis=-2, keepdims=True)
+        return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+
+
+def _renormalised(W):
+    with np.errstate(all="ignore"):
+        return W / W.sum(axis=-1, keepdims=True)
+
+
+def _over_everything(S):
+    with np.errstate(all="ignore"):
+        e = np.exp(S - np.max(S))
+        return e / e.sum()
 
 
 def _common_mistakes() -> tuple[Mistake, ...]:
@@ -150,15 +193,15 @@ def _common_mistakes() -> tuple[Mistake, ...]:
             lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K, Q.shape[-1] / 2), mask)) @ V,
         ),
         Mistake(
-            "You scaled by the square root of the number of keys, `len(K)`. d_k is the "
-            "length of each query and key vector: which axis of Q holds it?",
+            "You scaled by the square root of the number of keys (`len(K)` for a 2-D K). "
+            "d_k is the length of each query and key vector: which axis of Q holds it?",
             lambda Q, K, V, mask=None: (
                 softmax_rows(m(_scaled(Q, K, np.sqrt(K.shape[0])), mask)) @ V
             ),
         ),
         Mistake(
-            "You scaled by the square root of the number of queries, `len(Q)`. d_k is the "
-            "length of each query and key vector: which axis of Q holds it?",
+            "You scaled by the square root of the number of queries (`len(Q)` for a 2-D Q). "
+            "d_k is the length of each query and key vector: which axis of Q holds it?",
             lambda Q, K, V, mask=None: (
                 softmax_rows(m(_scaled(Q, K, np.sqrt(Q.shape[0])), mask)) @ V
             ),
@@ -171,10 +214,10 @@ def _common_mistakes() -> tuple[Mistake, ...]:
             ),
         ),
         Mistake(
-            "Your softmax runs down the columns (axis 0, over the queries), so each key's "
+            "Your softmax runs over the queries, down each key's column, so each key's "
             "column of weights sums to 1. Whose weights must sum to 1, and along which axis "
             "do they lie?",
-            lambda Q, K, V, mask=None: softmax_columns(m(_scaled(Q, K), mask)) @ V,
+            lambda Q, K, V, mask=None: _over_queries(m(_scaled(Q, K), mask)) @ V,
         ),
         Mistake(
             "You multiplied the scaled scores themselves by V: scores can be negative and do "
@@ -222,8 +265,11 @@ def _common_mistakes() -> tuple[Mistake, ...]:
 
 _BATCHED_SHAPES = (
     "Q is (..., n_q, d_k), K is (..., n_k, d_k) and V is (..., n_k, d_v), where ... are the "
-    "batch and head axes. For a 2-D K, `K.T` swaps its two axes; for a 3-D or 4-D K it "
-    "reverses all of them. Which two axes of K must swap, and how do you swap only those?"
+    "batch and head axes, if any. Write down the shape of each step: which product of Q and "
+    "K gives one score per (query, key) pair, (..., n_q, n_k), and which product of the "
+    "weights and V gives (..., n_q, d_v)? For a 2-D K, `K.T` swaps its two axes; for a 3-D "
+    "or 4-D K it reverses all of them, and a fixed list of axes fits only one number of "
+    "them. How do you swap only the last two?"
 )
 
 
@@ -241,10 +287,31 @@ BATCH_MISTAKES = (
         "holds something else. Which axis holds each query's keys, whatever comes in front?",
         lambda Q, K, V, mask: _over_axis_1(blocked_to_minus_inf(_scaled(Q, K), mask)) @ V,
     ),
+    Mistake(
+        "Right on the 2-D inputs, but with batch and head axes your scale is wrong: you "
+        "took d_k from axis 1 of Q, which holds d_k only when Q is 2-D. Which index gives "
+        "d_k whatever comes in front?",
+        lambda Q, K, V, mask: (
+            softmax_rows(blocked_to_minus_inf(_scaled(Q, K, np.sqrt(Q.shape[1])), mask)) @ V
+        ),
+    ),
+    Mistake(
+        "You divided by the sum of every exp in the whole array, so the weights of all the "
+        "queries together sum to 1. Whose weights must sum to 1?",
+        lambda Q, K, V, mask: _over_everything(blocked_to_minus_inf(_scaled(Q, K), mask)) @ V,
+    ),
 )
 
 
 MASK_MISTAKES = (
+    Mistake(
+        "You zeroed the blocked weights after the softmax and renormalised each row: the "
+        "same weights in exact arithmetic, but here a row's allowed keys score so far below "
+        "its blocked ones that their weights underflow to 0 first, and 0 / 0 is NaN (lesson "
+        "04). What could you do to the scores before the softmax, so that nothing is left "
+        "to renormalise?",
+        lambda Q, K, V, mask: _renormalised(softmax_rows(_scaled(Q, K)) * mask) @ V,
+    ),
     Mistake(
         "Your masked attention ignores the mask: blocked keys still get weight. Which score "
         "would make exp give a blocked key exactly 0, and where does it go in?",
@@ -275,22 +342,33 @@ MASK_MISTAKES = (
 
 
 def _leak_hint(got, want, inputs):
-    """Close to the right numbers but not equal: blocked keys given a large but finite
-    score, so each keeps a small weight (e^-10 is 4.5e-5, not 0)."""
+    """Blocked keys given a large but finite score, so each keeps some weight (e^-10 is
+    4.5e-5, not 0); where the allowed scores are lower still, the blocked keys win."""
     mask = inputs.get("mask")
     got = np.asarray(got, dtype=float)
     if mask is None or got.shape != want.shape or not np.isfinite(got).all():
         return None
     S = _scaled(inputs["Q"], inputs["K"])
-    for blocked in (-5.0, -10.0, -15.0, -20.0):
-        leaky = softmax_rows(np.where(mask, S, blocked)) @ inputs["V"]
-        if np.allclose(got, leaky, rtol=1e-6, atol=1e-9):
-            return (
-                f"Close, but not exact: your blocked keys seem to get the score {blocked:g} "
-                f"instead of -inf. e^({blocked:g}) is {np.exp(blocked):.1e}, not 0, so each "
-                "blocked key still passes on a little of its value, more when the allowed "
-                "scores are low too. Which score gives e^score exactly 0?"
-            )
+    fits = [
+        blocked
+        for blocked in (-5.0, -10.0, -15.0, -20.0, -50.0, -100.0)
+        if np.allclose(got, softmax_rows(np.where(mask, S, blocked)) @ inputs["V"], 1e-6, 1e-9)
+    ]
+    if len(fits) == 1:
+        blocked = fits[0]
+        return (
+            f"Close, but not exact: your blocked keys seem to get the score {blocked:g} "
+            f"instead of -inf. e^({blocked:g}) is {np.exp(blocked):.1e}, not 0, so each "
+            "blocked key still passes on a little of its value, more when the allowed "
+            "scores are low too. Which score gives e^score exactly 0?"
+        )
+    if fits:
+        return (
+            "Your blocked keys seem to get a large but finite score instead of -inf. Here "
+            f"the allowed scores are as low as {S[mask].min():.0f}, so a blocked key with a "
+            "score like -10 or -100 outweighs them and takes nearly all the weight. Which "
+            "score gives e^score exactly 0, however low the allowed scores are?"
+        )
     return None
 
 
@@ -397,7 +475,7 @@ register(
         reference=attention,
         shape_rule="the leading batch and head axes of Q, then one row per query and one "
         "column per value feature, (..., n_q, d_v)",
-        mistakes=MASK_MISTAKES + _common_mistakes() + BATCH_MISTAKES,
+        mistakes=BATCH_MISTAKES + MASK_MISTAKES + _common_mistakes(),
         hints=(_leak_hint, _overflow_hint),
         shape_hint=_BATCHED_SHAPES,
         index_hint=(
