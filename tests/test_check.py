@@ -851,3 +851,12 @@ def test_renormalising_after_the_softmax_is_named_where_it_gives_nan():
 
     result = check("masked_attention", after)
     assert not result and "0 / 0 is NaN" in result.message
+
+
+@pytest.mark.parametrize("exercise", ["softmax", "alibi_biases", "cross_scores"])
+def test_an_answer_of_only_zeros_is_asked_whether_it_is_a_placeholder(exercise):
+    def zeros(*args):
+        return np.zeros_like(np.asarray(get_exercise(exercise).solution(*args), dtype=float))
+
+    message = check(exercise, zeros).message
+    assert "returns only zeros" in message and "placeholder" in message

@@ -38,10 +38,14 @@ def test_score_spreads_grow_like_root_d_k_for_the_dot_product_only():
 
 
 def test_score_costs():
-    c = family.score_costs(10, 20, d_k=4, d_a=3)
-    assert c["additive_params"] == 2 * 4 * 3 + 3
-    assert c["dot_madds"] == 10 * 20 * 4
+    c = family.score_costs(10, 20, d_k=4, d_a=3, d_model=5)
+    # like for like: both with the projections that make their inputs; only v is extra
+    assert c["dot_params"] == 2 * 5 * 4 and c["additive_params"] == 2 * 5 * 3 + 3
+    assert c["dot_madds"] == 30 * 5 * 4 + 10 * 20 * 4
+    assert c["additive_madds"] == 30 * 5 * 3 + 10 * 20 * 3
     assert c["additive_largest"] == 10 * 20 * 3
+    same = family.score_costs(10, 20, d_k=4, d_a=4)
+    assert same["additive_params"] - same["dot_params"] == 4
 
 
 def test_relative_bias_reads_the_table_by_distance():
@@ -469,6 +473,8 @@ def test_linear_costs():
     c = family.linear_costs(np.array([10, 100]), 8)
     np.testing.assert_array_equal(c["quadratic_madds"], [1600, 160000])
     np.testing.assert_array_equal(c["linear_madds"], [2 * 10 * 64 + 160, 2 * 100 * 64 + 1600])
+    # the quadratic order holds φ(Q) (n, d) too: at n = 4 < d it is the largest array
+    np.testing.assert_array_equal(family.linear_costs(np.array([4]), 8)["quadratic_largest"], [32])
 
 
 def test_figures_draw(rng):

@@ -180,6 +180,12 @@ class ArrayCheck:
             elif got.size == want.size and got.ndim != want.ndim:
                 message += " It has the right number of entries, arranged in a different shape."
             return message
+        if got.dtype != np.bool_ and not got.any() and want.astype(np.float64).any():
+            return (
+                f"Your `{name}` returns only zeros, where the right result does not. Is it "
+                "still a placeholder, or does a product with an empty or all-zero array "
+                "creep in?"
+            )
         for hint in self.hints:
             message = quietly(hint, got, want, case.inputs)
             if message:

@@ -455,6 +455,12 @@ LINEAR_MISTAKES = (
         _with(lambda x: np.maximum(x, 0.0)),
     ),
     Mistake(
+        "Your φ is max(x, 0) + 1, the ReLU plus 1: positive, but 1 for every x ≤ 0, so all "
+        "negative entries look alike. φ(x) = elu(x) + 1 is eˣ for x ≤ 0, which still tells "
+        "−1 from −3. What should φ(−1) be, and what does yours give?",
+        _with(lambda x: np.maximum(x, 0.0) + 1.0),
+    ),
+    Mistake(
         "Your φ is eˣ for every x. elu(x) + 1 is eˣ only for x ≤ 0; for x > 0 it is x + 1, "
         "which grows along a straight line where eˣ explodes, so your weights are far too "
         "sharp for a query with large entries. What should φ(2) be, and what does yours "

@@ -81,22 +81,26 @@ def score_spreads(d_ks: Sequence[int], d_a: int = 64, n: int = 128, seed: int = 
     return {k: np.array(v) for k, v in out.items()}
 
 
-def score_costs(n_q: int, n_k: int, d_k: int, d_a: int) -> dict[str, int]:
-    """Parameters, multiply-adds and the largest intermediate array, dot product vs additive.
+def score_costs(n_q: int, n_k: int, d_k: int, d_a: int, d_model: int | None = None) -> dict:
+    """Parameters, multiply-adds and the largest intermediate array, dot product vs additive,
+    each with the projections that make its inputs from embeddings of width ``d_model``.
 
-    Dot product: no parameters of its own, ``n_q n_k d_k`` multiply-adds, largest
-    array the ``(n_q, n_k)`` scores. Additive: ``2 d_k d_a + d_a`` parameters,
-    ``(n_q + n_k) d_k d_a`` multiply-adds for the projections plus ``n_q n_k d_a``
-    additions, tanh evaluations and multiply-adds with ``v``, largest array
-    ``(n_q, n_k, d_a)``.
+    Dot product: ``W^Q`` and ``W^K``, ``2 d_model d_k`` parameters and ``(n_q + n_k)
+    d_model d_k`` multiply-adds, then ``n_q n_k d_k`` for the scores; largest array the
+    ``(n_q, n_k)`` scores. Additive, ``vᵀ tanh(W_q q + W_k k)``: ``W_q`` and ``W_k`` do the
+    same job, ``2 d_model d_a`` parameters and ``(n_q + n_k) d_model d_a`` multiply-adds;
+    only ``v`` is extra (``d_a`` parameters), with ``n_q n_k d_a`` additions, tanh
+    evaluations and multiply-adds with ``v``; largest array ``(n_q, n_k, d_a)``.
+    ``d_model`` defaults to ``d_k``.
 
     Lesson: ``notebooks/09_attention_family.ipynb``.
     """
+    d = d_k if d_model is None else d_model
     return {
-        "dot_params": 0,
-        "additive_params": 2 * d_k * d_a + d_a,
-        "dot_madds": n_q * n_k * d_k,
-        "additive_madds": (n_q + n_k) * d_k * d_a + n_q * n_k * d_a,
+        "dot_params": 2 * d * d_k,
+        "additive_params": 2 * d * d_a + d_a,
+        "dot_madds": (n_q + n_k) * d * d_k + n_q * n_k * d_k,
+        "additive_madds": (n_q + n_k) * d * d_a + n_q * n_k * d_a,
         "additive_tanh": n_q * n_k * d_a,
         "dot_largest": n_q * n_k,
         "additive_largest": n_q * n_k * d_a,
@@ -479,7 +483,8 @@ def linear_costs(n, d: int) -> dict[str, np.ndarray]:
 
     Quadratic order: ``n² d`` for ``φ(Q)φ(K)ᵀ`` and ``n² d`` for the product with V, an
     ``(n, n)`` array. Linear order: ``n d²`` for ``φ(K)ᵀV``, ``n d²`` for ``φ(Q)`` times
-    it, and ``2 n d`` for the normaliser, a ``(d, d)`` array.
+    it, and ``2 n d`` for the normaliser, a ``(d, d)`` array. Either order also holds the
+    ``(n, d)`` arrays φ(Q) and φ(K), so the largest array is never smaller than ``n d``.
 
     Lesson: ``notebooks/09_attention_family.ipynb``.
     """
@@ -487,7 +492,7 @@ def linear_costs(n, d: int) -> dict[str, np.ndarray]:
     return {
         "quadratic_madds": 2 * n * n * d,
         "linear_madds": 2 * n * d * d + 2 * n * d,
-        "quadratic_largest": n * n,
+        "quadratic_largest": np.maximum(n * n, n * d),  # the (n, n) scores, or φ(Q) itself
         "linear_largest": np.maximum(n * d, d * d),
     }
 
