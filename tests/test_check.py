@@ -238,6 +238,12 @@ CORRECT = [
             np.abs(np.arange(n)[:, None] - np.arange(n)),
         ).astype(np.float32),
     ),
+    ("causal_lower_right", lambda n_q, n_k: np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)),
+    (
+        "causal_lower_right",
+        lambda n_q, n_k: [[j - (n_k - n_q) <= i for j in range(n_k)] for i in range(n_q)],
+    ),
+    ("causal_lower_right", lambda n_q, n_k: np.tri(n_q, n_k, n_k - n_q).astype(int)),
     ("linear_attention", linear_attention_loop),
     ("linear_attention", linear_attention_einsum),
     ("linear_attention", lambda Q, K, V: linear_attention_einsum(Q, K, V).astype(np.float32)),

@@ -1,7 +1,8 @@
 """Exercises ``relative_bias`` (a learned bias per distance, read from a table),
 ``alibi_biases`` (ALiBi's distance penalty for H heads at once, one slope per head,
-by broadcasting) and ``linear_attention`` (elu(x) + 1 features, multiplied in the
-order that never forms an n × n matrix).
+by broadcasting), ``causal_lower_right`` (the causal mask of the last n_q of n_k tokens)
+and ``linear_attention`` (elu(x) + 1 features, multiplied in the order that never forms
+an n × n matrix).
 
 The feedback names the mistake and asks the question that leads to the fix; it does
 not write the answer's index formula, slope formula or normaliser in code.
@@ -24,7 +25,7 @@ import numpy as np
 
 from ..memory import measured_peak
 from . import solutions
-from .arrays import ArrayCheck, Case, Mistake, matches, readable, softmax_rows
+from .arrays import ArrayCheck, Case, Mistake, bool_mask, matches, readable, softmax_rows
 from .calling import call_answer, silenced
 from .messages import CheckResult, Fail
 from .registry import register
@@ -56,6 +57,10 @@ def alibi_biases_reference(n, H):
     i = np.arange(n)
     distance = np.abs(i[:, None] - i[None, :]).astype(float)
     return -alibi_slopes_reference(H)[:, None, None] * distance
+
+
+def causal_lower_right_reference(n_q, n_k):
+    return np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)
 
 
 def linear_attention_reference(Q, K, V):
@@ -576,6 +581,80 @@ register(
         ),
     ),
 )
+# ------------------------------------------------------------- causal_lower_right
+
+
+def lower_right_cases() -> list[Case]:
+    # n_q < n_k first, where the two alignments differ; then n_q = n_k, where they agree
+    # and only the rule j ≤ i itself is tested; then one new token against a cache.
+    return [
+        Case("2 new tokens, 5 keys", {"n_q": 2, "n_k": 5}),
+        Case("3 new tokens, 7 keys", {"n_q": 3, "n_k": 7}),
+        Case("4 queries, 4 keys", {"n_q": 4, "n_k": 4}),
+        Case("1 new token, 6 keys", {"n_q": 1, "n_k": 6}),
+    ]
+
+
+def _lower_right(offset):
+    def mask(n_q, n_k):
+        i, j = np.arange(n_q)[:, None], np.arange(n_k)[None, :]
+        return j <= i + offset(n_q, n_k)
+
+    return mask
+
+
+LOWER_RIGHT_MISTAKES = (
+    Mistake(
+        "Your mask is aligned at the top left, j ≤ i: PyTorch's `is_causal`. Query i is not "
+        "token i here: the n_q new queries are the *last* n_q of the n_k tokens. Which "
+        "token is query 0, and which keys may it see?",
+        _lower_right(lambda n_q, n_k: 0),
+    ),
+    Mistake(
+        "Your offset has the wrong sign: n_q − n_k instead of n_k − n_q, so the new tokens "
+        "see fewer keys than the top-left rule gives them. Query i is token n_k − n_q + i; "
+        "which keys, counted from 0, come up to it?",
+        _lower_right(lambda n_q, n_k: n_q - n_k),
+    ),
+    Mistake(
+        "Your mask leaves out each token's own key: j < i + (n_k − n_q). A token may attend "
+        "to itself, and the newest token must see every key, its own included. Which "
+        "comparison keeps the diagonal of the lower-right triangle?",
+        _lower_right(lambda n_q, n_k: n_k - n_q - 1),
+    ),
+    Mistake(
+        "Your mask is one key too generous: each query also sees the token after it. Query "
+        "i is token n_k − n_q + i; what is the last key it may see?",
+        _lower_right(lambda n_q, n_k: n_k - n_q + 1),
+    ),
+    Mistake(
+        'Your mask is inverted: True where a key lies in the future. Here True means "may '
+        "attend\", as in `attnlab` and PyTorch's bool `attn_mask`. Which keys should be True?",
+        lambda n_q, n_k: ~causal_lower_right_reference(n_q, n_k),
+    ),
+)
+
+register(
+    LESSON,
+    solutions.causal_lower_right,
+    "causal_lower_right(n_q, n_k) -> bool (n_q, n_k), True where key j ≤ i + (n_k − n_q)",
+    ArrayCheck(
+        lower_right_cases,
+        reference=causal_lower_right_reference,
+        shape_rule="one row per new query and one column per key, (n_q, n_k)",
+        mistakes=LOWER_RIGHT_MISTAKES,
+        prepare=bool_mask(
+            "A mask is clearest as bool: a comparison such as `j <= i` gives one.",
+            label="causal mask",
+        ),
+        shape_hint=(
+            "A column of query positions, shape (n_q, 1), compared with a row of key "
+            "positions, shape (1, n_k), broadcasts to (n_q, n_k)."
+        ),
+    ),
+)
+
+
 register(
     LESSON,
     solutions.linear_attention,

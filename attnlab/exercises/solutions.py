@@ -10,7 +10,7 @@ these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_prod
 06_heads_and_masks (multi_head_attention, kv_cache_bytes, padding_causal_mask),
 07_cost_and_tiling (longest_sequence, online_softmax), 08_does_scaling_matter
 (softmax_backward, attention_grad_q), 09_attention_family (relative_bias, alibi_biases,
-linear_attention).
+causal_lower_right, linear_attention).
 """
 
 import math
@@ -176,6 +176,12 @@ def alibi_biases(n, H):
     distance = np.abs(i[:, None] - i[None, :])  # (n, n): queries down, keys across
     # (H, 1, 1) times (n, n) broadcasts to (H, n, n): each head's slope times every distance
     return -slopes[:, None, None] * distance
+
+
+def causal_lower_right(n_q, n_k):
+    i = np.arange(n_q)[:, None]  # the new queries are the last n_q of the n_k tokens
+    j = np.arange(n_k)[None, :]
+    return j <= i + (n_k - n_q)  # query i is token n_k - n_q + i: it sees keys up to itself
 
 
 def linear_attention(Q, K, V):
