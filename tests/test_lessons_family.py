@@ -43,6 +43,7 @@ def test_score_costs():
     assert c["dot_params"] == 2 * 5 * 4 and c["additive_params"] == 2 * 5 * 3 + 3
     assert c["dot_madds"] == 30 * 5 * 4 + 10 * 20 * 4
     assert c["additive_madds"] == 30 * 5 * 3 + 10 * 20 * 3
+    assert c["additive_adds"] == c["additive_tanh"] == 10 * 20 * 3  # one of each per entry
     assert c["additive_largest"] == 10 * 20 * 3
     same = family.score_costs(10, 20, d_k=4, d_a=4)
     assert same["additive_params"] - same["dot_params"] == 4

@@ -585,11 +585,12 @@ register(
 
 
 def lower_right_cases() -> list[Case]:
-    # n_q < n_k first, where the two alignments differ; then n_q = n_k, where they agree
-    # and only the rule j ≤ i itself is tested; then one new token against a cache.
+    # 3 new tokens and 8 keys first: there every slip of the offset, the diagonal or the
+    # triangle gives a mask of its own, so the feedback can name it. Then n_q = n_k, where
+    # the two alignments agree, and one new token against a cache.
     return [
+        Case("3 new tokens, 8 keys", {"n_q": 3, "n_k": 8}),
         Case("2 new tokens, 5 keys", {"n_q": 2, "n_k": 5}),
-        Case("3 new tokens, 7 keys", {"n_q": 3, "n_k": 7}),
         Case("4 queries, 4 keys", {"n_q": 4, "n_k": 4}),
         Case("1 new token, 6 keys", {"n_q": 1, "n_k": 6}),
     ]
@@ -603,29 +604,60 @@ def _lower_right(offset):
     return mask
 
 
+_WHICH_TOKEN = "Which token of the n_k is query 0, and which keys come up to it?"
+
+
+def _first_wrong_row(got, want, inputs):
+    # A mask no named slip explains: say which query's row is wrong, and ask about it.
+    if got.shape != want.shape:
+        return None
+    rows = np.flatnonzero((np.asarray(got, dtype=bool) != want).any(axis=1))
+    if rows.size == 0:
+        return None
+    i = int(rows[0])
+    seen = np.flatnonzero(np.asarray(got, dtype=bool)[i]).tolist()
+    return (
+        f"Row {i} of your mask, query {i}, lets it see the keys {seen}. Query {i} is one of "
+        f"the last {inputs['n_q']} of {inputs['n_k']} tokens: which token is it, and which "
+        "keys come up to it, itself included?"
+    )
+
+
 LOWER_RIGHT_MISTAKES = (
     Mistake(
         "Your mask is aligned at the top left, j ≤ i: PyTorch's `is_causal`. Query i is not "
-        "token i here: the n_q new queries are the *last* n_q of the n_k tokens. Which "
-        "token is query 0, and which keys may it see?",
+        "token i here: the n_q new queries are the *last* n_q of the n_k tokens. " + _WHICH_TOKEN,
         _lower_right(lambda n_q, n_k: 0),
     ),
     Mistake(
-        "Your offset has the wrong sign: n_q − n_k instead of n_k − n_q, so the new tokens "
-        "see fewer keys than the top-left rule gives them. Query i is token n_k − n_q + i; "
-        "which keys, counted from 0, come up to it?",
+        "Your offset has the wrong sign: your new tokens see fewer keys than the top-left "
+        "rule gives them, where they should see more. " + _WHICH_TOKEN,
         _lower_right(lambda n_q, n_k: n_q - n_k),
     ),
     Mistake(
-        "Your mask leaves out each token's own key: j < i + (n_k − n_q). A token may attend "
-        "to itself, and the newest token must see every key, its own included. Which "
-        "comparison keeps the diagonal of the lower-right triangle?",
+        "Your offset is the number of new tokens, n_q, but how far the new tokens sit from "
+        "the start does not depend on n_q alone. " + _WHICH_TOKEN,
+        _lower_right(lambda n_q, n_k: n_q),
+    ),
+    Mistake(
+        "Your mask leaves out each token's own key: the newest token does not see itself. A "
+        "token may attend to itself; which comparison keeps the diagonal of the triangle?",
         _lower_right(lambda n_q, n_k: n_k - n_q - 1),
     ),
     Mistake(
-        "Your mask is one key too generous: each query also sees the token after it. Query "
-        "i is token n_k − n_q + i; what is the last key it may see?",
+        "Your mask is one key too generous: each new token also sees the token after it. "
+        "What is the last key the newest token may see, and the one before it?",
         _lower_right(lambda n_q, n_k: n_k - n_q + 1),
+    ),
+    Mistake(
+        "Your mask is True for every pair, so nothing is causal: a new token would see keys "
+        "that come after it. " + _WHICH_TOKEN,
+        lambda n_q, n_k: np.ones((n_q, n_k), dtype=bool),
+    ),
+    Mistake(
+        "Your mask lets each query see the keys *after* it, the upper triangle, and not the "
+        "ones before. Is key 0 in query 0's past or in its future?",
+        lambda n_q, n_k: np.arange(n_k)[None, :] >= np.arange(n_q)[:, None] + (n_k - n_q),
     ),
     Mistake(
         'Your mask is inverted: True where a key lies in the future. Here True means "may '
@@ -643,6 +675,7 @@ register(
         reference=causal_lower_right_reference,
         shape_rule="one row per new query and one column per key, (n_q, n_k)",
         mistakes=LOWER_RIGHT_MISTAKES,
+        hints=(_first_wrong_row,),
         prepare=bool_mask(
             "A mask is clearest as bool: a comparison such as `j <= i` gives one.",
             label="causal mask",

@@ -102,6 +102,7 @@ def score_costs(n_q: int, n_k: int, d_k: int, d_a: int, d_model: int | None = No
         "dot_madds": (n_q + n_k) * d * d_k + n_q * n_k * d_k,
         "additive_madds": (n_q + n_k) * d * d_a + n_q * n_k * d_a,
         "additive_tanh": n_q * n_k * d_a,
+        "additive_adds": n_q * n_k * d_a,  # W_q q + W_k k, for every pair
         "dot_largest": n_q * n_k,
         "additive_largest": n_q * n_k * d_a,
     }
