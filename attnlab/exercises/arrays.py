@@ -308,6 +308,17 @@ def readable(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.nd
     return np.round(rng.normal(scale=scale, size=shape), 1)
 
 
+def softmax_along(S: np.ndarray, axis: int | None) -> np.ndarray:
+    """Softmax over ``axis`` (every entry at once for None), as a building block of answers
+    that normalise along the wrong axis. A slice that is -inf everywhere gives 0 rather
+    than NaN: a NaN result would "explain" every answer that is NaN for another reason."""
+    with np.errstate(all="ignore"):
+        top = np.max(S, axis=axis, keepdims=True)
+        e = np.exp(S - np.where(np.isfinite(top), top, 0.0))
+        total = e.sum(axis=axis, keepdims=True)
+        return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+
+
 def softmax_rows(S: np.ndarray) -> np.ndarray:
     """Correct softmax over the last axis, as a building block of wrong answers."""
     e = np.exp(S - S.max(axis=-1, keepdims=True))

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..scores import scores
 from . import solutions
-from .arrays import ArrayCheck, Case, Mistake, readable
+from .arrays import ArrayCheck, Case, Mistake, readable, softmax_rows
 from .registry import register
 
 LESSON = "notebooks/01_dot_product.ipynb"
@@ -65,11 +65,6 @@ def _first_score_hint(got, want, inputs):
         "of X_q's first token dotted with the key of X_kv's first token. Which of your steps "
         "gives something else?"
     )
-
-
-def _softmax_rows(S):
-    e = np.exp(S - S.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 CROSS_MISTAKES = (
@@ -132,7 +127,7 @@ CROSS_MISTAKES = (
     Mistake(
         "Your rows sum to 1: did you apply a softmax? This exercise asks for the raw scores; "
         "turning them into weights comes in lesson 04.",
-        lambda X_q, X_kv, W_Q, W_K: _softmax_rows(cross_scores_reference(X_q, X_kv, W_Q, W_K)),
+        lambda X_q, X_kv, W_Q, W_K: softmax_rows(cross_scores_reference(X_q, X_kv, W_Q, W_K)),
     ),
     Mistake(
         "You divided by √d_k already. This exercise asks for the raw dot products; the "

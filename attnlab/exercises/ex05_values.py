@@ -16,6 +16,7 @@ from .arrays import (
     Mistake,
     overflow_hint,
     readable,
+    softmax_along,
     softmax_rows,
     softmax_unnormalised,
     softmax_unshifted,
@@ -137,25 +138,9 @@ def _exp_over_count(S):
         return np.exp(S) / S.shape[-1]
 
 
-def _over_queries(S):
-    # softmax over the queries' axis (-2), with a column that is blocked everywhere
-    # giving 0 rather than NaN: a NaN result would "explain" every answer that is NaN.
-    with np.errstate(all="ignore"):
-        top = np.max(S, axis=-2, keepdims=True)
-        e = np.exp(S - np.where(np.isfinite(top), top, 0.0))
-        total = e.sum(axis=-2, keepdims=True)
-        return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
-
-
 def _renormalised(W):
     with np.errstate(all="ignore"):
         return W / W.sum(axis=-1, keepdims=True)
-
-
-def _over_everything(S):
-    with np.errstate(all="ignore"):
-        e = np.exp(S - np.max(S))
-        return e / e.sum()
 
 
 def _common_mistakes() -> tuple[Mistake, ...]:
@@ -217,7 +202,7 @@ def _common_mistakes() -> tuple[Mistake, ...]:
             "Your softmax runs over the queries, down each key's column, so each key's "
             "column of weights sums to 1. Whose weights must sum to 1, and along which axis "
             "do they lie?",
-            lambda Q, K, V, mask=None: _over_queries(m(_scaled(Q, K), mask)) @ V,
+            lambda Q, K, V, mask=None: softmax_along(m(_scaled(Q, K), mask), axis=-2) @ V,
         ),
         Mistake(
             "You multiplied the scaled scores themselves by V: scores can be negative and do "
@@ -273,19 +258,12 @@ _BATCHED_SHAPES = (
 )
 
 
-def _over_axis_1(S):
-    # softmax over axis 1: the keys of a 2-D S, but not of a batched one
-    with np.errstate(all="ignore"):
-        e = np.exp(S - S.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
-
-
 BATCH_MISTAKES = (
     Mistake(
         "Right on the 2-D inputs, but with batch and head axes in front your softmax runs "
         "over the wrong axis: for a 2-D S, axis 1 holds the keys, and for a 3-D or 4-D S it "
         "holds something else. Which axis holds each query's keys, whatever comes in front?",
-        lambda Q, K, V, mask: _over_axis_1(blocked_to_minus_inf(_scaled(Q, K), mask)) @ V,
+        lambda Q, K, V, mask: softmax_along(blocked_to_minus_inf(_scaled(Q, K), mask), axis=1) @ V,
     ),
     Mistake(
         "Right on the 2-D inputs, but with batch and head axes your scale is wrong: you "
@@ -298,7 +276,9 @@ BATCH_MISTAKES = (
     Mistake(
         "You divided by the sum of every exp in the whole array, so the weights of all the "
         "queries together sum to 1. Whose weights must sum to 1?",
-        lambda Q, K, V, mask: _over_everything(blocked_to_minus_inf(_scaled(Q, K), mask)) @ V,
+        lambda Q, K, V, mask: (
+            softmax_along(blocked_to_minus_inf(_scaled(Q, K), mask), axis=None) @ V
+        ),
     ),
 )
 
