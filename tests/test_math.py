@@ -304,6 +304,25 @@ def test_causal_mask_bad_sizes(args, exc):
         causal_mask(*args)
 
 
+def test_the_bottom_right_mask_is_the_top_left_mask_of_the_last_rows():
+    from attnlab.masks import causal_lower_right
+
+    np.testing.assert_array_equal(causal_lower_right(2, 5), causal_mask(5)[3:])
+    np.testing.assert_array_equal(causal_lower_right(4, 4), causal_mask(4))
+    with pytest.raises(ValueError, match="n_k"):
+        causal_lower_right(2, -1)
+    with pytest.raises(TypeError, match="n_q"):
+        causal_lower_right(1.5, 3)
+
+
+def test_padding_mask_names_a_bad_length():
+    from attnlab.masks import padding_causal_mask
+
+    assert padding_causal_mask([2, 0], 3).sum(axis=(1, 2)).tolist() == [1 + 2 + 2, 0]
+    with pytest.raises(TypeError, match="n"):
+        padding_causal_mask([2], 2.5)
+
+
 # --- errors: clear, named, before any work ----------------------------------------
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..masks import padding_causal_mask
 from ..multihead import merge_heads as _merge
 from ..multihead import multi_head_attention
 from ..multihead import split_heads as _split
@@ -290,12 +291,6 @@ def _real_keys(lengths, n):
 
 def _causal(n):
     return np.tril(np.ones((n, n), dtype=bool))
-
-
-def padding_causal_mask(lengths, n):
-    """The reference (as ``attnlab.lessons.heads_and_masks.padding_causal_mask``, which
-    needs matplotlib; the checker needs only NumPy)."""
-    return _real_keys(lengths, n)[:, None, :] & _causal(n)
 
 
 MASK_MISTAKES = (

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..masks import causal_lower_right
 from ..memory import measured_peak
 from . import solutions
 from .arrays import ArrayCheck, Case, Mistake, bool_mask, matches, readable, softmax_rows
@@ -57,10 +58,6 @@ def alibi_biases_reference(n, H):
     i = np.arange(n)
     distance = np.abs(i[:, None] - i[None, :]).astype(float)
     return -alibi_slopes_reference(H)[:, None, None] * distance
-
-
-def causal_lower_right_reference(n_q, n_k):
-    return np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)
 
 
 def linear_attention_reference(Q, K, V):
@@ -662,7 +659,7 @@ LOWER_RIGHT_MISTAKES = (
     Mistake(
         'Your mask is inverted: True where a key lies in the future. Here True means "may '
         "attend\", as in `attnlab` and PyTorch's bool `attn_mask`. Which keys should be True?",
-        lambda n_q, n_k: ~causal_lower_right_reference(n_q, n_k),
+        lambda n_q, n_k: ~causal_lower_right(n_q, n_k),
     ),
 )
 
@@ -672,7 +669,7 @@ register(
     "causal_lower_right(n_q, n_k) -> bool (n_q, n_k), True where key j ≤ i + (n_k − n_q)",
     ArrayCheck(
         lower_right_cases,
-        reference=causal_lower_right_reference,
+        reference=causal_lower_right,
         shape_rule="one row per new query and one column per key, (n_q, n_k)",
         mistakes=LOWER_RIGHT_MISTAKES,
         hints=(_first_wrong_row,),

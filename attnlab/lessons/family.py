@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .. import plots
+from ..masks import causal_lower_right  # noqa: F401 - the notebook uses it
 from ..softmax import entropy, softmax
 from .cost_and_tiling import peak_bytes  # noqa: F401 - the notebook uses it
 from .heads_and_masks import plot_patterns  # noqa: F401 - the notebook uses it
@@ -253,20 +254,6 @@ def alibi_biases(n: int, n_heads: int) -> np.ndarray:
     i = np.arange(n)
     distance = np.abs(i[:, None] - i[None, :]).astype(float)  # (n, n)
     return -slopes[:, None, None] * distance  # (H, 1, 1) · (n, n) → (H, n, n)
-
-
-def causal_lower_right(n_q: int, n_k: int) -> np.ndarray:
-    """The causal mask aligned at the bottom right: ``M[i, j] = j ≤ i + (n_k − n_q)``.
-
-    The right mask when the ``n_q`` queries are the *last* ``n_q`` of the ``n_k``
-    tokens (decoding with a key/value cache). ``attnlab.causal_mask`` and PyTorch's
-    ``is_causal=True`` align at the top left instead, ``j ≤ i``; the two agree when
-    ``n_q == n_k``. PyTorch's bottom-right version is
-    ``torch.nn.attention.bias.causal_lower_right``.
-
-    Shapes: → bool ``(n_q, n_k)``. Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    return np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + (n_k - n_q)
 
 
 # ------------------------------------------------------------------------ sparse masks

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .. import plots
-from ..masks import causal_mask
+from ..masks import causal_mask, padding_causal_mask, padding_mask  # noqa: F401 - the notebook uses them
 from ..softmax import entropy, softmax
 
 # ----------------------------------------------------------------------------- patterns
@@ -134,31 +134,6 @@ def plot_patterns(weights: dict, suptitle: str = ""):
 
 
 # ------------------------------------------------------------------------------- masks
-
-
-def padding_mask(lengths, n: int) -> np.ndarray:
-    """Which keys are real tokens: ``mask[b, j] = j < lengths[b]``.
-
-    Shapes: ``lengths`` ``(batch,)`` → bool ``(batch, n)``. Add axes with
-    ``mask[:, None, :]`` so it broadcasts over the queries, or
-    ``mask[:, None, None, :]`` over heads and queries.
-    Lesson: ``notebooks/06_heads_and_masks.ipynb``.
-    """
-    lengths = np.asarray(lengths)
-    return np.arange(n)[None, :] < lengths[:, None]
-
-
-def padding_causal_mask(lengths, n: int) -> np.ndarray:
-    """Padding AND causal: ``mask[b, i, j] = (j < lengths[b]) and (j <= i)``.
-
-    Query i of sequence b may attend to key j when j is a real token of that sequence
-    (padding is on the *key* axis) and j is not in its future. Padding queries keep
-    their rows; their outputs are ignored later.
-
-    Shapes: ``lengths`` ``(batch,)`` → bool ``(batch, n, n)``.
-    Lesson: ``notebooks/06_heads_and_masks.ipynb``.
-    """
-    return padding_mask(lengths, n)[:, None, :] & causal_mask(n)
 
 
 def plot_masks(panels: dict, weights=None, weights_title: str = "weights"):
