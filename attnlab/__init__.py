@@ -11,7 +11,7 @@ from . import fast as fast  # the tuned attention, by name: attnlab.fast.attenti
 from .attention import attention
 from .backward import attention_backward, softmax_backward
 from .masks import causal_mask
-from .multihead import multi_head_attention
+from .multihead import grouped_query_attention, multi_head_attention
 from .scores import scaled_scores, scores
 from .softmax import entropy, softmax, softmax_jacobian
 from .tiled import tiled_attention
@@ -25,6 +25,7 @@ __all__ = [
     "solution",
     "causal_mask",
     "entropy",
+    "grouped_query_attention",
     "multi_head_attention",
     "scaled_scores",
     "scores",

@@ -33,6 +33,49 @@ def merge_heads(X: np.ndarray) -> np.ndarray:
     return np.moveaxis(X, -3, -2).reshape(*lead, n, h * d)
 
 
+def grouped_query_attention(
+    Q: ArrayLike,
+    K: ArrayLike,
+    V: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    causal: bool = False,
+    return_weights: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Attention of H query heads on H_kv shared key/value heads (grouped-query attention).
+
+    Formula: query head h reads key/value head ``h // (H / H_kv)``: the first
+    H/H_kv query heads share key/value head 0, the next H/H_kv head 1, and so on,
+    as in Llama and PyTorch's ``enable_gqa=True``. H_kv = 1 is multi-query attention,
+    H_kv = H ordinary multi-head attention.
+
+    Shapes: Q ``(..., H, n_q, d_k)``, K ``(..., H_kv, n_k, d_k)``, V
+    ``(..., H_kv, n_k, d_v)``; returns ``(..., H, n_q, d_v)``. ``mask``, ``causal``
+    and ``return_weights`` (the weights, ``(..., H, n_q, n_k)``) are as in ``attention``.
+
+    Lesson: ``notebooks/06_heads_and_masks.ipynb``.
+    """
+    Q, K, V = (as_real_array(A, name) for A, name in ((Q, "Q"), (K, "K"), (V, "V")))
+    for A, name, axes in (
+        (Q, "Q", "H, n_q, d_k"),
+        (K, "K", "H_kv, n_k, d_k"),
+        (V, "V", "H_kv, n_k, d_v"),
+    ):
+        require_ndim(A, name, 3, f"(..., {axes})")
+    n_heads, n_kv = Q.shape[-3], K.shape[-3]
+    if V.shape[-3] != n_kv:
+        raise ValueError(f"K has {n_kv} key/value heads but V has {V.shape[-3]}.")
+    if n_heads % n_kv:
+        raise ValueError(
+            f"Q has {n_heads} query heads, not a multiple of K's {n_kv} key/value heads."
+        )
+    # np.repeat, not np.tile: copies of one key/value head must sit next to each other,
+    # so that each group of neighbouring query heads reads the same one.
+    K = np.repeat(K, n_heads // n_kv, axis=-3)
+    V = np.repeat(V, n_heads // n_kv, axis=-3)
+    return attention(Q, K, V, mask, causal=causal, return_weights=return_weights)
+
+
 def multi_head_attention(
     X: ArrayLike,
     W_Q: ArrayLike,
@@ -80,14 +123,12 @@ def multi_head_attention(
     Q = split_heads(X @ W_Q, n_heads)  # (..., H, n, d_head)
     K = split_heads(X @ W_K, n_kv)  # (..., H_kv, n, d_head)
     V = split_heads(X @ W_V, n_kv)
-    # Each group of H / H_kv query heads reads the same key and value head.
-    K = np.repeat(K, n_heads // n_kv, axis=-3)
-    V = np.repeat(V, n_heads // n_kv, axis=-3)
     if mask is not None and np.ndim(mask) > 2:
         # A mask of shape (batch, n, n) would otherwise line its batch axis up with the
         # heads axis of (batch, H, n, n), silently when batch == H: give it a heads axis.
         mask = np.expand_dims(np.asarray(mask), -3)
-    result = attention(Q, K, V, mask, causal=causal, return_weights=return_weights)
+    # Each group of H / H_kv query heads reads the same key and value head.
+    result = grouped_query_attention(Q, K, V, mask, causal=causal, return_weights=return_weights)
     if isinstance(result, tuple):  # return_weights=True
         heads, weights = result
         return merge_heads(heads) @ W_O, weights

@@ -14,6 +14,7 @@ from attnlab.exercises import check, exercise_ids, solution, solutions
 from attnlab.exercises import ex06_heads_and_masks as exercise
 from attnlab.exercises.registry import get_exercise
 from attnlab.lessons import heads_and_masks as lesson
+from attnlab.multihead import merge_heads, split_heads
 
 matplotlib.use("Agg")
 
@@ -266,6 +267,97 @@ def test_multi_head_attention_shape_errors_get_the_hint():
     assert "d_head = d_model // n_heads" in message
 
 
+# ---------------------------------------------- exercise: grouped_query_attention
+
+
+def gqa_loop(Q, K, V):
+    group = Q.shape[-3] // K.shape[-3]
+    heads = [
+        attnlab.attention(Q[..., h, :, :], K[..., h // group, :, :], V[..., h // group, :, :])
+        for h in range(Q.shape[-3])
+    ]
+    return np.stack(heads, axis=-3)
+
+
+def gqa_grouped_reshape(Q, K, V):
+    *lead, H, n_q, d_k = Q.shape
+    H_kv = K.shape[-3]
+    # (…, H_kv, group, n_q, d_k) against (…, H_kv, 1, n_k, d_k): the group broadcasts.
+    grouped = Q.reshape(*lead, H_kv, H // H_kv, n_q, d_k)
+    out = attnlab.attention(grouped, K[..., None, :, :], V[..., None, :, :])
+    return out.reshape(*lead, H, n_q, -1)
+
+
+@pytest.mark.parametrize(
+    "answer", [solutions.grouped_query_attention, gqa_loop, gqa_grouped_reshape]
+)
+def test_correct_grouped_query_attention_answers_pass(answer):
+    result = check("grouped_query_attention", answer)
+    assert result.passed, result.message
+
+
+def _gqa_tile(Q, K, V):
+    copies = Q.shape[-3] // K.shape[-3]
+    K, V = (np.concatenate([A] * copies, axis=-3) for A in (K, V))
+    return attnlab.attention(Q, K, V)
+
+
+def _gqa_head_4_reads_head_0(Q, K, V):
+    out = gqa_loop(Q, K, V)
+    if Q.shape[-3] == 6:
+        out[..., 4, :, :] = attnlab.attention(Q[..., 4, :, :], K[..., 0, :, :], V[..., 0, :, :])
+    return out
+
+
+def _gqa_mean(Q, K, V):
+    return attnlab.attention(Q, K.mean(-3, keepdims=True), V.mean(-3, keepdims=True))
+
+
+GQA_MISTAKES = [
+    (_gqa_tile, "h mod H_kv"),
+    (lambda Q, K, V: attnlab.attention(Q, K[..., :1, :, :], V[..., :1, :, :]), "head 0"),
+    (_gqa_mean, "averaged"),
+    (lambda Q, K, V: attnlab.attention(Q, K, V), "How many copies"),
+    (lambda Q, K, V: gqa_loop(Q, K, V)[..., :-1, :, :], "one output per query head"),
+    (_gqa_head_4_reads_head_0, "Query heads 0, 1, 2, 3, 5 are right, but head 4 is not"),
+]
+
+
+@pytest.mark.parametrize(("answer", "phrase"), GQA_MISTAKES)
+def test_classic_grouped_query_attention_mistakes_fail_and_are_named(answer, phrase):
+    result = check("grouped_query_attention", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+def test_grouped_query_attention_is_multi_head_attention_with_shared_heads(rng):
+    X = rng.normal(size=(2, 5, 12))
+    W_Q, W_O = rng.normal(size=(12, 12)), rng.normal(size=(12, 12))
+    W_K, W_V = rng.normal(size=(12, 4)), rng.normal(size=(12, 4))  # 2 key/value heads of 2
+    Q, K, V = split_heads(X @ W_Q, 6), split_heads(X @ W_K, 2), split_heads(X @ W_V, 2)
+    heads = attnlab.grouped_query_attention(Q, K, V)
+    np.testing.assert_allclose(heads, gqa_loop(Q, K, V), rtol=1e-12)
+    np.testing.assert_allclose(
+        merge_heads(heads) @ W_O,
+        attnlab.multi_head_attention(X, W_Q, W_K, W_V, W_O, 6, n_kv_heads=2),
+        rtol=1e-12,
+    )
+
+
+@pytest.mark.parametrize(
+    ("shapes", "message"),
+    [
+        (((6, 3, 2), (4, 3, 2), (4, 3, 2)), "not a multiple"),
+        (((6, 3, 2), (2, 3, 2), (3, 3, 2)), "V has 3"),
+        (((3, 2), (1, 3, 2), (1, 3, 2)), "Q must have at least 3 dimensions"),
+    ],
+)
+def test_grouped_query_attention_names_bad_head_counts(shapes, message):
+    Q, K, V = (np.ones(s) for s in shapes)
+    with pytest.raises(ValueError, match=message):
+        attnlab.grouped_query_attention(Q, K, V)
+
+
 # ------------------------------------------------------- exercise: kv_cache_bytes
 
 
@@ -377,7 +469,12 @@ def test_odd_answers_fail_kindly():
 
 
 def test_exercises_are_registered_for_lesson_06_with_their_solutions():
-    for exercise_id in ("multi_head_attention", "kv_cache_bytes", "padding_causal_mask"):
+    for exercise_id in (
+        "multi_head_attention",
+        "grouped_query_attention",
+        "kv_cache_bytes",
+        "padding_causal_mask",
+    ):
         assert exercise_id in exercise_ids()
         assert get_exercise(exercise_id).lesson == "notebooks/06_heads_and_masks.ipynb"
         code = solution(exercise_id)

@@ -1,8 +1,11 @@
-"""Exercises ``multi_head_attention``, ``kv_cache_bytes`` and ``padding_causal_mask``.
+"""Exercises ``multi_head_attention``, ``grouped_query_attention``, ``kv_cache_bytes``
+and ``padding_causal_mask``.
 
 ``multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads)``: split the projected
 queries, keys and values into heads, attend within each head, put the heads
-side by side and multiply by W_O. ``kv_cache_bytes(n_layers, n_tokens, n_heads,
+side by side and multiply by W_O. ``grouped_query_attention(Q, K, V)``: H query
+heads on H_kv key/value heads, each shared by a run of H/H_kv neighbouring query
+heads. ``kv_cache_bytes(n_layers, n_tokens, n_heads,
 n_kv_heads, d_head, bytes_per_number)``: the size of a key/value cache, where only
 the key/value heads count. ``padding_causal_mask(lengths, n)``: a batch's padding
 mask on the key axis, combined with the causal mask by AND.
@@ -15,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..masks import padding_causal_mask
+from ..multihead import grouped_query_attention, multi_head_attention
 from ..multihead import merge_heads as _merge
-from ..multihead import multi_head_attention
 from ..multihead import split_heads as _split
 from . import solutions
 from .arrays import (
@@ -24,8 +27,10 @@ from .arrays import (
     Case,
     Mistake,
     bool_mask,
+    matches,
     ratio_hint,
     readable,
+    softmax_along,
     softmax_columns,
     softmax_rows,
 )
@@ -160,6 +165,127 @@ MHA_MISTAKES = (
         _wrong(project=lambda heads, W_O: heads @ W_O.T),
     ),
 )
+
+# ------------------------------------------------------ grouped_query_attention
+
+
+def gqa_cases() -> list[Case]:
+    rng = np.random.default_rng(616)
+
+    def case(label, lead, n_heads, n_kv_heads, n_q, n_k, d_k, d_v):
+        return Case(
+            label,
+            {
+                "Q": readable(rng, *lead, n_heads, n_q, d_k),
+                "K": readable(rng, *lead, n_kv_heads, n_k, d_k),
+                "V": readable(rng, *lead, n_kv_heads, n_k, d_v),
+            },
+        )
+
+    return [
+        case("2 sequences; 6 query heads share 2 key/value heads, in groups of 3; 4 tokens, "
+             "d_k = 3, d_v = 2", (2,), 6, 2, 4, 4, 3, 2),
+        case("no batch axis; 4 query heads share 2 key/value heads; 3 tokens, d_k = 2, "
+             "d_v = 3", (), 4, 2, 3, 3, 2, 3),
+        case("multi-query: 4 query heads share 1 key/value head; 1 new query, 5 keys",
+             (), 4, 1, 1, 5, 3, 2),
+        case("multi-head: 3 query heads, each with its own key/value head; 2 queries, 4 keys",
+             (), 3, 3, 2, 4, 2, 2),
+    ]  # fmt: skip
+
+
+def _gqa_wrong(*, arrange="repeat", divisor=None, weights=softmax_rows):
+    """Grouped-query attention with one slip: how the key/value heads are lined up with
+    the query heads (``arrange``), the scale, or the softmax."""
+
+    def compute(Q, K, V):
+        H, H_kv = Q.shape[-3], K.shape[-3]
+        group = H // H_kv
+        if arrange == "tile":  # copies of all heads one after another: 0, 1, 0, 1, …
+            K, V = (np.concatenate([A] * group, axis=-3) for A in (K, V))
+        elif arrange == "first":  # every query head reads head 0
+            K, V = K[..., :1, :, :], V[..., :1, :, :]
+        elif arrange == "mean":  # the key/value heads averaged into one
+            K, V = K.mean(axis=-3, keepdims=True), V.mean(axis=-3, keepdims=True)
+        else:
+            K, V = np.repeat(K, group, axis=-3), np.repeat(V, group, axis=-3)
+        d = Q.shape[-1] if divisor is None else divisor(Q, V)
+        out = weights(Q @ np.swapaxes(K, -1, -2) / np.sqrt(d)) @ V
+        if arrange == "mean_queries":  # one output per group: its query heads averaged
+            *lead, _, n_q, d_v = out.shape
+            out = out.reshape(*lead, H_kv, group, n_q, d_v).mean(axis=-3)
+        return out
+
+    return compute
+
+
+def _softmax_over_queries(S):
+    return softmax_along(S, -2)
+
+
+GQA_MISTAKES = (
+    Mistake(
+        "Your query head h reads key/value head h mod H_kv: the copies of the key/value heads "
+        "come in the order 0, 1, 0, 1, …, as `np.tile` or joining copies of K end to end "
+        "arranges them. In grouped-query attention a group is a run of *neighbouring* query "
+        "heads: with groups of 3, which key/value head should query heads 0, 1 and 2 read, "
+        "and which should heads 3, 4 and 5?",
+        _gqa_wrong(arrange="tile"),
+    ),
+    Mistake(
+        "Every query head reads key/value head 0, so the other key/value heads are never "
+        "used. That is multi-query attention, right only when H_kv = 1. How many query heads "
+        "should share each of the H_kv key/value heads?",
+        _gqa_wrong(arrange="first"),
+    ),
+    Mistake(
+        "You averaged the key/value heads into one and let every query head read the "
+        "average. The heads are not blended: each key/value head stays whole and serves its "
+        "own group of query heads. Which query heads belong to key/value head 1?",
+        _gqa_wrong(arrange="mean"),
+    ),
+    Mistake(
+        "You returned one output per key/value head, the average of its group's query "
+        "heads. Every query head keeps its own output, even though it shares its keys and "
+        "values: how many heads should the result have?",
+        _gqa_wrong(arrange="mean_queries"),
+    ),
+    Mistake(
+        "Your scores are not scaled. Each query head still compares d_k-long vectors, so "
+        "what do its scores need before the softmax?",
+        _gqa_wrong(divisor=lambda Q, V: 1.0),
+    ),
+    Mistake(
+        "You scaled by √d_v, the width of the values. The scores are dot products of a query "
+        "with a key: how many terms does each of those sums have?",
+        _gqa_wrong(divisor=lambda Q, V: V.shape[-1]),
+    ),
+    Mistake(
+        "Your softmax runs over the queries (axis −2), so each column of weights sums to 1. "
+        "Which weights should sum to 1: those one query gives the keys, or those one key "
+        "receives?",
+        _gqa_wrong(weights=_softmax_over_queries),
+    ),
+)
+
+
+def _heads_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """Which query heads are right: names the first wrong one, so that the learner can
+    trace which key/value head their code gave it."""
+    if got.shape != want.shape or got.ndim < 3:
+        return None
+    H, H_kv = inputs["Q"].shape[-3], inputs["K"].shape[-3]
+    right = [matches(np.take(got, h, axis=-3), np.take(want, h, axis=-3)) for h in range(H)]
+    if all(right) or not any(right):
+        return None
+    wrong = right.index(False)
+    correct = ", ".join(str(h) for h in range(H) if right[h])
+    return (
+        f"Query heads {correct} are right, but head {wrong} is not. With {H} query heads "
+        f"sharing {H_kv} key/value heads in groups of {H // H_kv}, which key/value head "
+        f"should head {wrong} read, and which one does your code give it?"
+    )
+
 
 # --------------------------------------------------------------- kv_cache_bytes
 
@@ -363,6 +489,27 @@ register(
             "by side the heads are (n, d_model) again, and `@ W_O` keeps that shape."
         ),
         shown_inputs=("X", "n_heads"),
+    ),
+)
+register(
+    LESSON,
+    solutions.grouped_query_attention,
+    "grouped_query_attention(Q, K, V) -> (..., H, n_q, d_v); query head h reads key/value "
+    "head h // (H / H_kv)",
+    ArrayCheck(
+        gqa_cases,
+        reference=grouped_query_attention,
+        shape_rule="one output per query head, (..., H, n_q, d_v), like Q with d_v columns",
+        mistakes=GQA_MISTAKES,
+        hints=(_heads_hint,),
+        shape_hint=(
+            "Q has H query heads on axis −3 and K and V have H_kv. NumPy broadcasts an axis "
+            "only when it has length 1, so with 1 < H_kv < H the head axes cannot line up "
+            "by themselves. How many copies of each key/value head do you need, and along "
+            "which axis?"
+        ),
+        # The head axis is what this exercise is about; the numbers are too many to read.
+        shown_inputs=(),
     ),
 )
 register(

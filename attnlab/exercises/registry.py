@@ -9,6 +9,7 @@ solution in ``solutions.py``. Used in every lesson notebook, e.g.
 from __future__ import annotations
 
 import difflib
+import dis
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -115,5 +116,9 @@ def solution(exercise_id: str) -> SolutionCode:
     """
     exercise = get_exercise(exercise_id)
     known = set(_EXERCISES) - {exercise.id}
-    uses = [name for name in exercise.solution.__code__.co_names if name in known]
+    # Globals only: `attnlab.attention` (an attribute) is the course's, not an exercise's.
+    loaded = (
+        i.argval for i in dis.get_instructions(exercise.solution) if i.opname == "LOAD_GLOBAL"
+    )
+    uses = list(dict.fromkeys(name for name in loaded if name in known))
     return SolutionCode(exercise.solution, exercise.id, exercise.lesson, uses)

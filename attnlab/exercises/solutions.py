@@ -7,7 +7,8 @@ these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_prod
 (cross_scores, score_matrix), 02_variance (scaled_scores, std_512, uniform_score_variance),
 03_scaling (entropy, divisor_for_variance, temperature_for_entropy), 04_softmax
 (softmax, softmax_jacobian, causal_mask), 05_values (attention, output_change, masked_attention),
-06_heads_and_masks (multi_head_attention, kv_cache_bytes, padding_causal_mask),
+06_heads_and_masks (multi_head_attention, grouped_query_attention, kv_cache_bytes,
+padding_causal_mask),
 07_cost_and_tiling (longest_sequence, online_softmax), 08_does_scaling_matter
 (softmax_backward, attention_grad_q), 09_attention_family (relative_bias, alibi_biases,
 causal_lower_right, linear_attention).
@@ -16,6 +17,8 @@ causal_lower_right, linear_attention).
 import math
 
 import numpy as np
+
+import attnlab
 
 
 def scale_factor(d_k):
@@ -118,6 +121,15 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads):
         Q, K, V = X @ W_Q[:, cols], X @ W_K[:, cols], X @ W_V[:, cols]  # each (n, d_head)
         heads.append(attention(Q, K, V))  # scaled by √d_head, the width of one head
     return np.concatenate(heads, axis=-1) @ W_O  # heads side by side: (n, d_model)
+
+
+def grouped_query_attention(Q, K, V):
+    group = Q.shape[-3] // K.shape[-3]  # query heads per key/value head
+    # repeat, not tile: the copies of head 0 come first, then those of head 1, ..., so
+    # each run of `group` neighbouring query heads reads the same key/value head.
+    K = np.repeat(K, group, axis=-3)  # (..., H_kv, n_k, d_k) -> (..., H, n_k, d_k)
+    V = np.repeat(V, group, axis=-3)
+    return attnlab.attention(Q, K, V)  # now H heads each; attends over the leading axes
 
 
 def kv_cache_bytes(n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number):
