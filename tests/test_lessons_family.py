@@ -492,6 +492,42 @@ def test_figures_draw(rng):
         plt.close(fig)
 
 
+def test_entropy_curves_draw_the_median_and_the_band_of_every_run():
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import PolyCollection
+
+    from attnlab.lessons.ablation import Run
+
+    seeds, steps = 3, 4
+    runs = {
+        name: Run(
+            d_k=256,
+            divisor=name,
+            scale=1.0,
+            seeds=tuple(range(seeds)),
+            n_pairs=6,
+            loss=np.ones((seeds, steps)),
+            accuracy=np.linspace(0, 1, seeds * steps).reshape(seeds, steps),
+            entropy=np.full((seeds, steps), 0.5),
+            final_accuracy=np.ones(seeds),
+            final_entropy=np.zeros(seeds),
+        )
+        for name in ("√d_k", "1")
+    }
+    fig = family.plot_entropy_curves(runs, n_pairs=6)
+    entropy_axes, accuracy_axes = fig.axes
+    assert [line.get_label() for line in accuracy_axes.lines] == ["÷ √d_k", "÷ 1"]
+    # The accuracy line is the median over the seeds, the band spans all of them.
+    np.testing.assert_allclose(
+        accuracy_axes.lines[0].get_ydata(), np.median(runs["1"].accuracy, axis=0)
+    )
+    bands = [c for c in accuracy_axes.collections if isinstance(c, PolyCollection)]
+    assert len(bands) == 2
+    ys = bands[0].get_paths()[0].vertices[:, 1]
+    assert np.isclose(ys.min(), 0) and np.isclose(ys.max(), 1)
+    plt.close(fig)
+
+
 def test_sdpa_backends_math_runs_everything():
     torch = pytest.importorskip("torch")
     x = torch.ones(1, 4, 2)
@@ -553,3 +589,43 @@ def test_the_lower_right_mask_agrees_with_numpy_and_the_solution(n_q, n_k):
     np.testing.assert_array_equal(mask, np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q))
     np.testing.assert_array_equal(mask, solutions.causal_lower_right(n_q, n_k))
     assert mask[-1].all()  # the newest token sees every key, its own included
+
+
+def _offset_mask(offset):
+    def answer(n_q, n_k):
+        return np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + offset(n_q, n_k)
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "named", "not_named"),
+    [
+        # A fixed offset of 3 gives the 'offset n_q' mask on 3 new tokens, but not on the
+        # others: it must get the first-wrong-row question, not that mistake's name.
+        (_offset_mask(lambda n_q, n_k: 3), "Row 0 of your mask", "number of new tokens"),
+        (_offset_mask(lambda n_q, n_k: n_k // 2), "Row 0 of your mask", "own key"),
+        (_offset_mask(lambda n_q, n_k: n_q), "number of new tokens", "Row 0"),
+        (_offset_mask(lambda n_q, n_k: 0), "aligned at the top left", "Row 0"),
+    ],
+)
+def test_a_mistake_is_named_only_when_it_explains_every_test_input(answer, named, not_named):
+    result = check("causal_lower_right", answer)
+    assert not result.passed
+    assert named in result.message and not_named not in result.message, result.message
+
+
+def test_a_wrong_lower_right_mask_is_not_shown_the_expected_mask():
+    message = check("causal_lower_right", _offset_mask(lambda n_q, n_k: 0)).message
+    assert "Your `causal_lower_right` returned, shape (3, 8)" in message
+    assert "Expected" not in message
+
+
+def test_a_torch_mask_object_is_named_not_misread():
+    torch = pytest.importorskip("torch")
+    from torch.nn.attention.bias import causal_lower_right as torch_mask
+
+    message = check("causal_lower_right", torch_mask).message
+    assert "PyTorch `CausalBias`" in message
+    plain = check("causal_lower_right", lambda n_q, n_k: torch.ones(n_q, n_k).tril(n_k - n_q))
+    assert plain.passed, plain.message

@@ -108,6 +108,7 @@ class ArrayCheck:
     ``exact`` compares without tolerance, for answers that are counts. ``index_hint``
     is added when the learner's code stops on an IndexError that is not about shapes:
     an index past the end of an array it reads from, such as a table of biases.
+    ``show_expected=False`` leaves the expected array out of a failure's example.
     """
 
     cases: Callable[[], Sequence[Case]]
@@ -122,6 +123,8 @@ class ArrayCheck:
     # pass once n is in the tens of thousands.
     exact: bool = False
     index_hint: str = ""
+    # False where the expected array would give the answer away (a mask's pattern).
+    show_expected: bool = True
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         if not callable(answer):
@@ -136,7 +139,7 @@ class ArrayCheck:
         try:
             with silenced():
                 for case in cases:
-                    self._check_case(answer, case, name, timeout, notes)
+                    self._check_case(answer, case, name, timeout, notes, cases)
         except Fail as fail:
             return CheckResult(False, fail.message, name)
         labels = "; ".join(case.label for case in cases)
@@ -146,7 +149,7 @@ class ArrayCheck:
         )
         return CheckResult(True, "\n\n".join([message, *notes]), name)
 
-    def _check_case(self, answer, case: Case, name: str, timeout, notes: list[str]) -> None:
+    def _answer_on(self, answer, case: Case, name: str, timeout, notes: list[str]) -> np.ndarray:
         value = call_answer(
             answer,
             case.inputs,
@@ -155,20 +158,47 @@ class ArrayCheck:
             shape_hint=self.shape_hint,
             index_hint=self.index_hint,
         )
+        want_ndim = np.ndim(quietly(self.reference, *_copies(case.inputs)))
+        got = as_answer_array(value, name, want_ndim)
+        return got if self.prepare is None else self.prepare(got, notes)
+
+    def _check_case(self, answer, case: Case, name: str, timeout, notes, cases) -> None:
+        got = self._answer_on(answer, case, name, timeout, notes)
         want = np.asarray(quietly(self.reference, *_copies(case.inputs)))
-        got = as_answer_array(value, name, want.ndim)
-        if self.prepare is not None:
-            got = self.prepare(got, notes)
         same = np.array_equal(got, want) if self.exact else matches(got, want)
         if not same:
-            example = _example(got, want, case, name, self.shown_inputs)
-            raise Fail(f"{self._diagnosis(got, want, case, name)}\n\n{example}")
 
-    def _diagnosis(self, got: np.ndarray, want: np.ndarray, case: Case, name: str) -> str:
+            def elsewhere() -> list[tuple[Case, np.ndarray]]:
+                # The answer on the other test inputs, to test a suspected mistake against;
+                # an input the answer fails on in another way, or too slowly, is left out.
+                found = []
+                for other in cases:
+                    if other is not case:
+                        try:
+                            found.append((other, self._answer_on(answer, other, name, timeout, [])))
+                        except Fail as fail:
+                            if "took longer" in fail.message:
+                                break
+                return found
+
+            diagnosis = self._diagnosis(got, want, case, name, elsewhere)
+            example = _example(
+                got, want if self.show_expected else None, case, name, self.shown_inputs
+            )
+            raise Fail(f"{diagnosis}\n\n{example}")
+
+    def _diagnosis(self, got, want, case: Case, name: str, elsewhere=lambda: []) -> str:
+        answers_elsewhere = None
         for mistake in self.mistakes:
             wrong = wrong_result(mistake, case.inputs)
             # A variant that agrees with the reference on this input can't be the explanation.
-            if wrong is not None and not matches(wrong, want) and matches(got, wrong):
+            if wrong is None or matches(wrong, want) or not matches(got, wrong):
+                continue
+            # Nor can one the answer contradicts on another input: a slip that happens to
+            # give the same mask as the answer here may give a different one there.
+            if answers_elsewhere is None:
+                answers_elsewhere = elsewhere()
+            if all(_consistent(mistake, other, theirs) for other, theirs in answers_elsewhere):
                 return mistake.message
         if got.shape != want.shape:
             message = (
@@ -203,9 +233,15 @@ class ArrayCheck:
         )
 
 
+def _consistent(mistake: Mistake, case: Case, got: np.ndarray) -> bool:
+    wrong = wrong_result(mistake, case.inputs)
+    return wrong is None or matches(got, wrong)
+
+
 def _example(got, want, case: Case, name: str, shown: tuple[str, ...] | None) -> str:
     lines = [f"Test input: {case.label}", *inputs_block(case.inputs, shown)]
-    lines += [f"Expected, {shape_text(want.shape)}:", array_block(want)]
+    if want is not None:
+        lines += [f"Expected, {shape_text(want.shape)}:", array_block(want)]
     lines += [f"Your `{name}` returned, {shape_text(got.shape)}:", array_block(got)]
     return "\n".join(lines)
 
@@ -260,6 +296,13 @@ def as_answer_array(value: Any, name: str, expected_ndim: int) -> np.ndarray:
         raise Fail(
             f"Your `{name}` returned {len(value)} arrays (a tuple, e.g. `return a, b`); "
             f"return only the result."
+        )
+    kind = type(value)
+    if kind.__module__.startswith("torch") and kind.__name__ != "Tensor":
+        # E.g. torch.nn.attention.bias.CausalBias: NumPy reads its storage, not its values.
+        raise Fail(
+            f"Your `{name}` returned a PyTorch `{kind.__name__}`, not an array of numbers. "
+            "What would the same result look like built with NumPy?"
         )
     try:
         arr = np.asarray(value)

@@ -681,6 +681,7 @@ register(
             "A column of query positions, shape (n_q, 1), compared with a row of key "
             "positions, shape (1, n_k), broadcasts to (n_q, n_k)."
         ),
+        show_expected=False,  # the expected mask would show the offset
     ),
 )
 

@@ -567,19 +567,31 @@ def plot_linear_cost(ns, quadratic_bytes, linear_bytes):
 
 
 def plot_entropy_curves(runs: dict, n_pairs: int):
-    """Mean attention entropy and accuracy per training step, one line per run.
+    """Mean attention entropy and accuracy per training step, one colour per run: the
+    median over the seeds as a line, the lowest to the highest seed as a band.
 
-    ``runs``: label → a :class:`attnlab.lessons.ablation.Run` (its first seed is drawn).
+    ``runs``: label → a :class:`attnlab.lessons.ablation.Run`.
     Lesson: ``notebooks/09_attention_family.ipynb``.
     """
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.6, 3.2), layout="constrained")
     colours = [plots.ACCENT, plots.SECOND, plots.THIRD]
     for (label, run), colour in zip(runs.items(), colours, strict=False):
         steps = np.arange(1, run.steps + 1)
-        ax1.plot(steps, run.entropy[0], color=colour, label=label)
-        ax2.plot(steps, run.accuracy[0], color=colour, alpha=0.8, label=label)
+        for ax, values in ((ax1, run.entropy), (ax2, run.accuracy)):
+            ax.fill_between(
+                steps, values.min(axis=0), values.max(axis=0), color=colour, alpha=0.2, lw=0
+            )
+            ax.plot(steps, np.median(values, axis=0), color=colour, lw=1.3, label=f"÷ {label}")
     ax1.axhline(np.log(n_pairs), color="grey", ls=":", lw=1)
-    ax1.text(1, np.log(n_pairs), " uniform, log n", color="grey", fontsize=8, va="bottom")
+    ax1.text(
+        run.steps,
+        np.log(n_pairs),
+        "uniform, log n ",
+        color="grey",
+        fontsize=8,
+        va="bottom",
+        ha="right",
+    )
     ax1.set_ylim(0, np.log(n_pairs) * 1.15)
     ax1.set_xlabel("training step")
     ax1.set_ylabel("mean entropy (nats)")
@@ -587,8 +599,10 @@ def plot_entropy_curves(runs: dict, n_pairs: int):
     ax2.set_xlabel("training step")
     ax2.set_ylabel("accuracy on the step's batch")
     ax2.set_ylim(0, 1.05)
-    ax2.set_title("accuracy")
-    ax1.legend(fontsize=8)
+    ax2.set_title(
+        f"accuracy (line: median of {run.entropy.shape[0]} seeds; band: all)", fontsize=10
+    )
+    ax1.legend(fontsize=8, loc="center right")
     return fig
 
 
