@@ -61,3 +61,25 @@ def test_bad_arguments_are_named(arrays, error, match):
     given_arrays |= {"W_Q": np.ones((4, 3)), "W_K": np.ones((4, 3))} | arrays
     with pytest.raises(error, match=match):
         cross_scores(**given_arrays)
+
+
+def test_products_are_drawn_to_scale_with_the_score_outlined():
+    import matplotlib.pyplot as plt
+
+    from attnlab.lessons.dot_product import plot_products
+
+    A, B = np.arange(8.0).reshape(2, 4), np.ones((4, 5))
+    fig = plot_products([dict(A=A, B=B, names=("A", "B", "C"), highlight=(1, 3))])
+    ax_a, ax_b, ax_c = fig.axes
+    # One cell is the same size in every panel: widths follow the columns, heights the rows.
+    (wa, ha), (wb, hb), (wc, hc) = (
+        ax.get_position().size * fig.get_size_inches() for ax in fig.axes
+    )
+    np.testing.assert_allclose([wa / 4, ha / 2, wb / 5, hb / 4, wc / 5, hc / 2], wa / 4)
+    assert ax_c.get_title() == "C\n(2, 5)"
+    assert [t.get_text() for t in ax_c.texts][1 * 5 + 3] == f"{(A @ B)[1, 3]:.2f}"
+    # The outlines: row 1 of A, column 3 of B, entry (1, 3) of C.
+    assert [p.get_xy() for p in ax_a.patches] == [(-0.5, 0.5)]
+    assert [p.get_xy() for p in ax_b.patches] == [(2.5, -0.5)]
+    assert [p.get_xy() for p in ax_c.patches] == [(2.5, 0.5)]
+    plt.close(fig)
