@@ -1,6 +1,5 @@
-"""Helpers for lesson 01: a toy sentence's Q, K, V, scores between two sequences, and a
-picture of vectors as arrows,
-and matrix products drawn to scale.
+"""Helpers for lesson 01: a toy sentence's Q, K, V, scores between two sequences, a
+picture of vectors as arrows, and matrix products drawn to scale.
 
 Lesson: ``notebooks/01_dot_product.ipynb``.
 """
