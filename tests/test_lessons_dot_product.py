@@ -66,7 +66,7 @@ def test_bad_arguments_are_named(arrays, error, match):
 def test_products_are_drawn_to_scale_with_the_score_outlined():
     import matplotlib.pyplot as plt
 
-    from attnlab.lessons.dot_product import plot_products
+    from attnlab.plots import products as plot_products
 
     A, B = np.arange(8.0).reshape(2, 4), np.ones((4, 5))
     fig = plot_products([dict(A=A, B=B, names=("A", "B", "C"), highlight=(1, 3))])

@@ -1,5 +1,5 @@
-"""Helpers for lesson 01: a toy sentence's Q, K, V, scores between two sequences, a
-picture of vectors as arrows, and matrix products drawn to scale.
+"""Helpers for lesson 01: a toy sentence's Q, K, V, scores between two sequences, and a
+picture of vectors as arrows.
 
 Lesson: ``notebooks/01_dot_product.ipynb``.
 """
@@ -111,63 +111,3 @@ def arrows(q, keys, labels, ax=None, title="one query, three keys"):
     ax.set_title(title)
     ax.legend(loc="lower left", fontsize=8)
     return ax
-
-
-def plot_products(rows, cell: float = 0.42):
-    """Matrix products drawn to scale, one per row: ``A @ B = C`` as three heatmaps whose
-    cells are all the same size, so that the shapes show what a product keeps and drops.
-
-    ``rows``: a list of dicts with keys ``A`` and ``B`` (2-D arrays), ``names`` (three
-    titles), and optionally ``row_labels`` (for the rows of A and C), ``highlight``
-    (an ``(i, j)`` pair: row i of A, column j of B and entry (i, j) of C are outlined),
-    ``fmt`` (the number format of A's and B's cells) and ``fmt_out`` (of C's). ``cell``
-    is a cell's side in inches.
-    Returns the figure.
-
-    Lesson: ``notebooks/01_dot_product.ipynb`` (where Q, K and V come from, and the
-    shapes of Q Kᵀ).
-    """
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
-    gap, left, top, pad = 0.55, 0.75, 0.45, 0.25  # inches
-    shapes = []
-    for row in rows:
-        A, B = np.asarray(row["A"], float), np.asarray(row["B"], float)
-        shapes.append((A, B, A @ B))
-    widths = [sum(M.shape[1] for M in mats) * cell + 2 * gap for mats in shapes]
-    heights = [max(M.shape[0] for M in mats) * cell for mats in shapes]
-    fig_w = left + max(widths) + pad
-    fig_h = sum(heights) + len(rows) * (top + pad)
-    fig = plt.figure(figsize=(fig_w, fig_h))
-    y = fig_h
-    for row, mats, height in zip(rows, shapes, heights, strict=True):
-        y -= top + height
-        x = left
-        formats = (row.get("fmt", "{:.2f}"),) * 2 + (row.get("fmt_out", "{:.2f}"),)
-        axes = []
-        for k, (M, name) in enumerate(zip(mats, row["names"], strict=True)):
-            w, h = M.shape[1] * cell, M.shape[0] * cell
-            ax = fig.add_axes(((x) / fig_w, (y + (height - h) / 2) / fig_h, w / fig_w, h / fig_h))
-            labels = row.get("row_labels") if k == 0 else None  # C's rows are A's, level
-            plots.heatmap(M, ax, row_labels=labels, title="", xlabel="", ylabel="",
-                          colorbar=False, fmt=formats[k])  # fmt: skip
-            ax.set_title(f"{name}\n({M.shape[0]}, {M.shape[1]})", fontsize=9)
-            ax.set_xticks([])
-            if labels is None:
-                ax.set_yticks([])
-            axes.append(ax)
-            x += w
-            if k < 2:
-                fig.text((x + gap / 2) / fig_w, (y + height / 2) / fig_h, "@=" [k],
-                         ha="center", va="center", fontsize=16)  # fmt: skip
-                x += gap
-        if row.get("highlight") is not None:
-            i, j = row["highlight"]
-            A, B, C = mats
-            outline = {"fill": False, "edgecolor": plots.ACCENT, "linewidth": 2.5}
-            axes[0].add_patch(Rectangle((-0.5, i - 0.5), A.shape[1], 1, **outline))
-            axes[1].add_patch(Rectangle((j - 0.5, -0.5), 1, B.shape[0], **outline))
-            axes[2].add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, **outline))
-        y -= pad
-    return fig
