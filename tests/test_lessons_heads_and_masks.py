@@ -236,13 +236,16 @@ def _one_big_head(X, W_Q, W_K, W_V, W_O, n_heads):
 
 
 MHA_MISTAKES = [
-    (lambda *a: _mha(*a, project=False), "forgot the output projection"),
+    (lambda *a: _mha(*a, project=False), "left out the last step"),
     (_one_big_head, "one attention over all d_model columns"),
-    (lambda *a: _mha(*a, divisor="model"), "√d_model instead of √d_head"),
-    (lambda *a: _mha(*a, divisor="none"), "forgot to scale"),
-    (lambda *a: _mha(*a, split="no transpose", merge="no transpose"), "without transposing"),
-    (lambda *a: _mha(*a, split="no transpose"), "`reshape(n_heads, n, d_head)`, without"),
-    (lambda *a: _mha(*a, merge="no transpose"), "merged them with `heads.reshape(n, d_model)`"),
+    (lambda *a: _mha(*a, divisor="model"), "scaled each head's scores by √d_model"),
+    (lambda *a: _mha(*a, divisor="none"), "scores are not scaled"),
+    (
+        lambda *a: _mha(*a, split="no transpose", merge="no transpose"),
+        "and merged them the same way",
+    ),
+    (lambda *a: _mha(*a, split="no transpose"), "cutting it into heads?"),
+    (lambda *a: _mha(*a, merge="no transpose"), "merged them by reshaping"),
     (lambda *a: _mha(*a, split="strided"), "every n_heads-th column"),
     (lambda *a: _mha(*a, axis=-2), "runs down the columns"),
     (lambda *a: _mha(*a, transpose_o=True), "W_O transposed"),
@@ -264,7 +267,7 @@ def test_multi_head_attention_shape_errors_get_the_hint():
         return heads.reshape(n, n_heads, d // n_heads).mean(axis=1) @ W_O
 
     message = check("multi_head_attention", averages_heads).message
-    assert "d_head = d_model // n_heads" in message
+    assert "What shape is one head's Q, K and V" in message
 
 
 # ---------------------------------------------- exercise: grouped_query_attention
@@ -384,9 +387,9 @@ def test_correct_kv_cache_bytes_answers_pass(answer):
 @pytest.mark.parametrize(
     ("factor", "phrase"),
     [
-        (lambda L, T, H, Hkv, d, b: L * T * Hkv * d * b, "forgot the 2"),
+        (lambda L, T, H, Hkv, d, b: L * T * Hkv * d * b, "half the right one"),
         (lambda L, T, H, Hkv, d, b: 2 * L * T * H * d * b, "counted the query heads"),
-        (lambda L, T, H, Hkv, d, b: 2 * T * Hkv * d * b, "forgot the layers"),
+        (lambda L, T, H, Hkv, d, b: 2 * T * Hkv * d * b, "You counted one layer"),
         (lambda L, T, H, Hkv, d, b: 2 * L * T * Hkv * d, "counted numbers, not bytes"),
         (lambda L, T, H, Hkv, d, b: 3 * L * T * Hkv * d * b, "1.5 times the right one"),
     ],
@@ -435,12 +438,15 @@ def _real(lengths, n):
 
 MASK_MISTAKES = [
     (lambda lengths, n: _real(lengths, n)[:, None, :] | attnlab.causal_mask(n), "with OR"),
-    (lambda lengths, n: _real(lengths, n)[:, :, None] & attnlab.causal_mask(n), "query axis"),
+    (
+        lambda lengths, n: _real(lengths, n)[:, :, None] & attnlab.causal_mask(n),
+        "blocks rows (queries)",
+    ),
     (
         lambda lengths, n: (
             (np.arange(n) <= np.asarray(lengths)[:, None])[:, None, :] & attnlab.causal_mask(n)
         ),
-        "not j ≤ L",
+        "lets one padding key through",
     ),
     (
         lambda lengths, n: _real(lengths, n)[:, None, :] & attnlab.causal_mask(n).T,
@@ -503,3 +509,44 @@ def test_every_mistake_differs_from_the_reference_on_some_case():
                     for c in cases
                 ]
             assert any(differs), mistake.message[:60]
+
+
+def test_a_loop_that_divides_by_the_number_of_key_value_heads_is_asked_about_groups():
+    def divides_by_h_kv(Q, K, V):
+        H_kv = K.shape[-3]
+        heads = [
+            attnlab.attention(Q[..., h, :, :], K[..., h // H_kv, :, :], V[..., h // H_kv, :, :])
+            for h in range(Q.shape[-3])
+        ]
+        return np.stack(heads, axis=-3)
+
+    message = check("grouped_query_attention", divides_by_h_kv).message
+    assert "IndexError" in message and "how many query heads share" in message
+
+
+def test_heads_moved_in_front_of_the_batch_are_named():
+    message = check(
+        "grouped_query_attention", lambda Q, K, V: np.moveaxis(gqa_loop(Q, K, V), -3, 0)
+    ).message
+    assert "head axis came out first" in message
+
+
+def test_a_float_mask_joined_with_and_gets_the_boolean_note():
+    def float_causal(lengths, n):
+        real = np.arange(n)[None, :] < np.asarray(lengths)[:, None]
+        return real[:, None, :] & np.tril(np.ones((n, n)))
+
+    message = check("padding_causal_mask", float_causal).message
+    assert "bitwise_and" in message and "comparison such as `j <= i`" in message
+
+
+def test_one_token_too_many_in_the_cache_fails_with_the_gap_in_bytes():
+    def one_more_token(n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number):
+        return solutions.kv_cache_bytes(
+            n_layers, n_tokens + 1, n_heads, n_kv_heads, d_head, bytes_per_number
+        )
+
+    result = check("kv_cache_bytes", one_more_token)
+    assert not result.passed
+    # 32 layers × 1 token × 2 × 8 heads × 128 numbers × 4 bytes
+    assert f"{32 * 2 * 8 * 128 * 4} more than the right one" in result.message

@@ -61,7 +61,12 @@ def ratio_hint(advice: str) -> Hint:
     def hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
         if got.shape != () or not np.isfinite(got.astype(np.float64)) or float(want) == 0:
             return None
-        return f"Your number is {float(got) / float(want):.4g} times the right one. {advice}"
+        ratio = float(got) / float(want)
+        if f"{ratio:.4g}" == "1":  # too close for a ratio to say anything: give the gap
+            gap = float(got) - float(want)
+            more = "more" if gap > 0 else "less"
+            return f"Your number is {abs(gap):.6g} {more} than the right one. {advice}"
+        return f"Your number is {ratio:.4g} times the right one. {advice}"
 
     return hint
 

@@ -224,6 +224,12 @@ def _error_message(
             " A name it uses isn't defined; did you run the cell that defines or imports "
             "it (e.g. `import numpy as np`)?"
         )
+    if isinstance(exc, TypeError) and "bitwise_and" in text:
+        return message + (
+            " `&` is AND only between True/False arrays (or whole numbers). Is one side a "
+            "float array, such as one made by `np.ones` or `np.tril(np.ones(...))`? A "
+            "comparison such as `j <= i` gives True/False directly."
+        )
     if hint and _SHAPE_ERROR.search(text):
         return f"{message} {hint}"
     # An IndexError such as "too many indices for array" is about shapes, not range.

@@ -99,16 +99,14 @@ def mha_cases() -> list[Case]:
 
 
 _HEAD_COLUMNS = (
-    "Head h owns the block of columns h·d_head to (h+1)·d_head − 1 of Q = X W_Q (and of K "
-    "and V): `Q[:, h*d_head:(h+1)*d_head]`, or all heads at once with "
-    "`Q.reshape(n, n_heads, d_head).transpose(1, 0, 2)`."
+    "Head h owns one block of d_head neighbouring columns of Q = X W_Q (and of K and V). "
+    "Which columns are head 1's when d_head = 3?"
 )
 
 MHA_MISTAKES = (
     Mistake(
-        "You returned the heads side by side but forgot the output projection: multiply the "
-        "concatenated heads, shape (n, d_model), by W_O. W_O is what lets the heads' results "
-        "mix into every output feature.",
+        "You returned the heads side by side but left out the last step of the formula. "
+        "Which matrix lets the heads' results mix into every output feature?",
         _wrong(project=lambda heads, W_O: heads),
     ),
     Mistake(
@@ -118,50 +116,49 @@ MHA_MISTAKES = (
         _wrong(one_head=True),
     ),
     Mistake(
-        "You scaled each head's scores by √d_model instead of √d_head. Inside a head the dot "
-        "products have d_head terms, so divide by `np.sqrt(d_head)` with "
-        "d_head = d_model // n_heads.",
+        "You scaled each head's scores by √d_model. Inside one head, how many terms does "
+        "each dot product have?",
         _wrong(divisor=lambda d_model: d_model),
     ),
     Mistake(
-        "You forgot to scale each head's scores: divide Q Kᵀ by √d_head before the softmax.",
+        "Your heads' scores are not scaled. What does each head's Q Kᵀ need before the "
+        "softmax, and by what width?",
         _wrong(divisor=lambda d_model: 1.0),
     ),
     Mistake(
-        "You split the heads with `reshape(n_heads, n, d_head)` and merged them back with "
-        "`reshape(n, d_model)`, without transposing. A reshape keeps the numbers in memory "
-        "order, row after row of Q, so each 'head' mixes pieces of different tokens. Reshape "
-        "to (n, n_heads, d_head) first, then move the head axis to the front with "
-        "`.transpose(1, 0, 2)`; to merge, transpose back before reshaping to (n, d_model).",
+        "You split the heads by reshaping Q straight to (n_heads, n, d_head), and merged "
+        "them the same way. A reshape keeps the numbers in memory order, row after row of Q, "
+        "so each 'head' mixes pieces of different tokens. Which shape keeps each token's row "
+        "whole while cutting it into heads, and how do you then bring the head axis to the "
+        "front?",
         _wrong(split=_split_no_transpose, merge=_merge_no_transpose),
     ),
     Mistake(
-        "You split the heads with `reshape(n_heads, n, d_head)`, without transposing. A "
-        "reshape keeps the numbers in memory order, row after row of Q, so each 'head' mixes "
-        "pieces of different tokens. Reshape to (n, n_heads, d_head), then "
-        "`.transpose(1, 0, 2)`.",
+        "You split the heads by reshaping Q straight to (n_heads, n, d_head). A reshape "
+        "keeps the numbers in memory order, row after row of Q, so each 'head' mixes pieces "
+        "of different tokens. Which shape keeps each token's row whole while cutting it "
+        "into heads?",
         _wrong(split=_split_no_transpose),
     ),
     Mistake(
-        "Your heads are right, but you merged them with `heads.reshape(n, d_model)` straight "
-        "from shape (n_heads, n, d_head). A reshape keeps memory order, so the rows get mixed "
-        "up across tokens. Transpose to (n, n_heads, d_head) first, `heads.transpose(1, 0, "
-        "2).reshape(n, d_model)`, or `np.concatenate(list_of_heads, axis=-1)`.",
+        "Your heads are right, but you merged them by reshaping (n_heads, n, d_head) "
+        "straight to (n, d_model). A reshape keeps memory order, so the rows get mixed up "
+        "across tokens. Which axis must come first before the heads can sit side by side "
+        "in one token's row?",
         _wrong(merge=_merge_no_transpose),
     ),
     Mistake(
-        "Your heads take every n_heads-th column (columns h, h + n_heads, …), as "
-        "`reshape(n, d_head, n_heads)` does. " + _HEAD_COLUMNS,
+        "Your heads take every n_heads-th column (columns h, h + n_heads, …). " + _HEAD_COLUMNS,
         _wrong(split=_split_strided, merge=_merge_strided),
     ),
     Mistake(
-        "Inside each head, your softmax runs down the columns (over the queries). Each "
-        "query's row of weights must sum to 1: softmax over the last axis, `axis=-1`.",
+        "Inside each head, your softmax runs down the columns, over the queries. Whose "
+        "weights must sum to 1: one query's over the keys, or one key's over the queries?",
         _wrong(weights=_softmax_each_column),
     ),
     Mistake(
-        "You multiplied by W_O transposed: the concatenated heads (n, d_model) times W_O "
-        "(d_model, d_model) is `heads @ W_O`, not `heads @ W_O.T`.",
+        "You multiplied by W_O transposed. Every W in this course multiplies from the "
+        "right, as in X W_Q: which way round does W_O go?",
         _wrong(project=lambda heads, W_O: heads @ W_O.T),
     ),
 )
@@ -191,6 +188,8 @@ def gqa_cases() -> list[Case]:
              (), 4, 1, 1, 5, 3, 2),
         case("multi-head: 3 query heads, each with its own key/value head; 2 queries, 4 keys",
              (), 3, 3, 2, 4, 2, 2),
+        case("2 × 2 sequences (two batch axes); 6 query heads share 2 key/value heads; "
+             "3 tokens", (2, 2), 6, 2, 3, 3, 2, 2),
     ]  # fmt: skip
 
 
@@ -223,13 +222,17 @@ def _softmax_over_queries(S):
     return softmax_along(S, -2)
 
 
+def _heads_first(Q, K, V):
+    return np.moveaxis(_gqa_wrong()(Q, K, V), -3, 0)
+
+
 GQA_MISTAKES = (
     Mistake(
         "Your query head h reads key/value head h mod H_kv: the copies of the key/value heads "
         "come in the order 0, 1, 0, 1, …, as `np.tile` or joining copies of K end to end "
-        "arranges them. In grouped-query attention a group is a run of *neighbouring* query "
-        "heads: with groups of 3, which key/value head should query heads 0, 1 and 2 read, "
-        "and which should heads 3, 4 and 5?",
+        "arranges them. The convention here, as in Llama and PyTorch's `enable_gqa`, makes "
+        "each group a run of *neighbouring* query heads: with groups of 3, which key/value "
+        "head should query heads 0, 1 and 2 read, and which should heads 3, 4 and 5?",
         _gqa_wrong(arrange="tile"),
     ),
     Mistake(
@@ -265,6 +268,11 @@ GQA_MISTAKES = (
         "Which weights should sum to 1: those one query gives the keys, or those one key "
         "receives?",
         _gqa_wrong(weights=_softmax_over_queries),
+    ),
+    Mistake(
+        "Your head axis came out first, in front of the batch axis. Where does Q keep its "
+        "heads, and where should the result keep them?",
+        _heads_first,
     ),
 )
 
@@ -346,43 +354,41 @@ _RATIO_HINT = ratio_hint(
 
 KV_MISTAKES = (
     Mistake(
-        "You forgot the 2: the cache holds a key vector *and* a value vector for every "
-        "token, key/value head and layer, so it is twice the size of the keys alone.",
+        "Your count is half the right one. What two vectors does the cache keep for every "
+        "token, key/value head and layer?",
         lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
             n_layers * n_tokens * n_kv_heads * d_head * bytes_per_number
         ),
     ),
     Mistake(
-        "You counted the query heads, n_heads. Only keys and values are cached, and with "
-        "grouped- or multi-query attention there are just n_kv_heads of them: several "
-        "query heads read the same cached key/value head. Use n_kv_heads.",
+        "You counted the query heads, n_heads. With grouped- or multi-query attention, "
+        "several query heads read the same cached key/value head: how many heads' keys "
+        "and values are stored?",
         lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
             2 * n_layers * n_tokens * n_heads * d_head * bytes_per_number
         ),
     ),
     Mistake(
-        "You cached the queries too. Each query is used once, by its own token, so it is "
-        "not kept; only the keys and values are, 2 vectors per token and key/value head.",
+        "You cached the queries too. A query is used once, by its own token, at its own "
+        "step: does a later token ever need it?",
         lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
             (2 * n_kv_heads + n_heads) * n_layers * n_tokens * d_head * bytes_per_number
         ),
     ),
     Mistake(
-        "You forgot the layers: every layer has its own keys and values, so the cache of one "
-        "layer is multiplied by n_layers.",
+        "You counted one layer. Does every layer have keys and values of its own?",
         lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
             2 * n_tokens * n_kv_heads * d_head * bytes_per_number
         ),
     ),
     Mistake(
-        "You counted numbers, not bytes: multiply by bytes_per_number (2 for a 16-bit "
-        "format, 4 for float32).",
+        "You counted numbers, not bytes. How many bytes does each number take?",
         lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
             2 * n_layers * n_tokens * n_kv_heads * d_head
         ),
     ),
     Mistake(
-        "You counted bits: bytes_per_number is already in bytes, so don't multiply by 8.",
+        "Your count is 8 times too big: bits, not bytes? bytes_per_number is already in bytes.",
         lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
             16 * n_layers * n_tokens * n_kv_heads * d_head * bytes_per_number
         ),
@@ -421,48 +427,44 @@ def _causal(n):
 
 MASK_MISTAKES = (
     Mistake(
-        "You combined the two masks with OR (`|`). A key must pass *both* tests, being a "
-        "real token and not being in the future, so combine them with AND (`&`): with OR, "
-        "a padding key in the past, or a future real key, gets through.",
+        "You combined the two masks with OR, so a padding key in the past, or a future real "
+        "key, gets through. How many of the two tests must a key pass?",
         lambda lengths, n: _real_keys(lengths, n)[:, None, :] | _causal(n),
     ),
     Mistake(
-        "Your padding mask runs along the query axis (rows) instead of the key axis "
-        "(columns), so the padding queries' rows are all False. Padding is about which "
-        "*keys* are real, so it must block columns: give it the shape (batch, 1, n), "
-        "`real[:, None, :]`, not (batch, n, 1). Padding queries keep their rows; their "
-        "outputs are simply ignored later.",
+        "Your padding mask blocks rows (queries) instead of columns (keys), so the padding "
+        "queries' rows are all False. Padding says which *keys* are real: where must the "
+        "new axis go so that it blocks columns? (Padding queries keep their rows; their "
+        "outputs are ignored later.)",
         lambda lengths, n: _real_keys(lengths, n)[:, :, None] & _causal(n),
     ),
     Mistake(
-        "Your padding mask lets one padding key through: positions are counted from 0, so a "
-        "sequence of length L has real tokens 0 … L − 1, and key j is real when j < L, "
-        "not j ≤ L.",
+        "Your padding mask lets one padding key through. Positions are counted from 0: "
+        "which positions does a sequence of length L fill?",
         lambda lengths, n: (
             (np.arange(n)[None, :] <= np.asarray(lengths)[:, None])[:, None, :] & _causal(n)
         ),
     ),
     Mistake(
-        "Your causal triangle is the wrong way round: query i (row i) may attend to keys "
-        "j ≤ i, the lower triangle with the diagonal, `j <= i` or "
-        "`np.tril(np.ones((n, n), dtype=bool))`.",
+        "Your causal triangle is the wrong way round: each query sees the keys after it. "
+        "Is key 0 in query 0's past or in its future?",
         lambda lengths, n: _real_keys(lengths, n)[:, None, :] & _causal(n).T,
     ),
     Mistake(
-        "Your causal part leaves out the diagonal (j < i instead of j ≤ i): a token may "
-        "attend to itself, and without that the first query has no key at all.",
+        "Your causal part leaves out the diagonal, so no token sees itself and the first "
+        "query has no key at all. May a token attend to itself?",
         lambda lengths, n: _real_keys(lengths, n)[:, None, :] & np.tri(n, k=-1, dtype=bool),
     ),
     Mistake(
-        "Your mask has the padding but not the causal part: combine it with the lower "
-        "triangle, `real[:, None, :] & (j <= i)`, so no query sees a later key.",
+        "Your mask has the padding but not the causal part, so queries see later keys. "
+        "Which second test must every key pass?",
         lambda lengths, n: np.broadcast_to(
             _real_keys(lengths, n)[:, None, :], (len(lengths), n, n)
         ).copy(),
     ),
     Mistake(
-        "Your mask has the causal part but not the padding: key j must also be a real "
-        "token of its sequence, j < lengths[b].",
+        "Your mask has the causal part but not the padding, so padding keys get through. "
+        "Which keys of sequence b are real tokens?",
         lambda lengths, n: np.broadcast_to(_causal(n), (len(lengths), n, n)).copy(),
     ),
 )
@@ -484,9 +486,8 @@ register(
         shape_rule="one row per token and d_model columns, like X: (n, d_model)",
         mistakes=MHA_MISTAKES,
         shape_hint=(
-            "X is (n, d_model). Each head's Q, K and V are (n, d_head) with "
-            "d_head = d_model // n_heads, and each head's output is (n, d_head); side "
-            "by side the heads are (n, d_model) again, and `@ W_O` keeps that shape."
+            "X is (n, d_model). What shape is one head's Q, K and V, and one head's "
+            "output? And side by side, before and after W_O?"
         ),
         shown_inputs=("X", "n_heads"),
     ),
@@ -503,13 +504,20 @@ register(
         mistakes=GQA_MISTAKES,
         hints=(_heads_hint,),
         shape_hint=(
-            "Q has H query heads on axis −3 and K and V have H_kv. NumPy broadcasts an axis "
-            "only when it has length 1, so with 1 < H_kv < H the head axes cannot line up "
-            "by themselves. How many copies of each key/value head do you need, and along "
-            "which axis?"
+            "Two things must line up: Q's last axis with K's (d_k, for the scores), and the "
+            "head axes, −3. NumPy stretches an axis only when it has length 1, so with "
+            "1 < H_kv < H the H_kv key/value heads cannot meet the H query heads by "
+            "themselves. Which of the two does the message above name? For the heads: how "
+            "many copies of each key/value head do you need, and along which axis?"
         ),
-        # The head axis is what this exercise is about; the numbers are too many to read.
+        index_hint=(
+            "An index past the last key/value head, H_kv − 1: how many query heads share "
+            "each key/value head, and so which key/value head does query head H − 1 read?"
+        ),
+        # The head axis is what this exercise is about; the numbers are too many to read,
+        # and the hint names the first wrong head.
         shown_inputs=(),
+        show_expected=False,
     ),
 )
 register(
@@ -523,6 +531,7 @@ register(
         shape_rule="one number of bytes, not an array",
         mistakes=KV_MISTAKES,
         hints=(_RATIO_HINT,),
+        exact=True,  # a count of bytes: n_tokens ± 1 must not pass
     ),
 )
 register(
@@ -540,9 +549,9 @@ register(
         mistakes=MASK_MISTAKES,
         prepare=_AS_BOOL_MASK,
         shape_hint=(
-            "lengths is (batch,) and positions `np.arange(n)` are (n,): "
-            "`np.arange(n)[None, :] < lengths[:, None]` is (batch, n); add a query axis "
-            "with `[:, None, :]` before `&` with the (n, n) causal mask."
+            "lengths is (batch,) and the positions 0 … n − 1 are (n,). Which shapes make a "
+            "comparison of the two broadcast to (batch, n), and what axis does that need "
+            "before `&` with the (n, n) causal mask?"
         ),
     ),
 )
