@@ -564,3 +564,17 @@ def test_reference_inputs_are_softmax_rows():
         assert p.shape == case.inputs["grad_p"].shape and p.ndim == 2
         np.testing.assert_allclose(p.sum(axis=-1), 1.0)
         assert (p > 0).all()
+
+
+def test_score_growth_starts_from_the_initial_weights_and_follows_training():
+    task = lesson.make_task(n_keys=5, n_values=4, n_pairs=3, d_model=4, seed=3)
+    growth = lesson.score_growth(task, 8, ("√d_k", "1"), seeds=(0, 1), checkpoints=(0, 3))
+    scaled, raw = growth["√d_k"], growth["1"]
+    assert scaled["spread"].shape == (2, 2) and scaled["norm_W_Q"].shape == (2, 2)
+    # The same initial weights: the same W_Q, and scores √8 times as spread without 1/√d_k.
+    np.testing.assert_allclose(scaled["norm_W_Q"][:, 0], raw["norm_W_Q"][:, 0])
+    np.testing.assert_allclose(raw["spread"][:, 0], np.sqrt(8) * scaled["spread"][:, 0])
+    start = retrieval.init_params(task, 8, (0, 1))["W_Q"]
+    np.testing.assert_allclose(scaled["norm_W_Q"][:, 0], np.linalg.norm(start, axis=(1, 2)))
+    # Training moves W_Q.
+    assert (scaled["norm_W_Q"][:, 1] != scaled["norm_W_Q"][:, 0]).all()

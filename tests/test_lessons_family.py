@@ -514,8 +514,8 @@ def test_entropy_curves_draw_the_median_and_the_band_of_every_run():
         )
         for name in ("√d_k", "1")
     }
-    fig = family.plot_entropy_curves(runs, n_pairs=6)
-    entropy_axes, accuracy_axes = fig.axes
+    fig = family.plot_entropy_curves(runs, n_pairs=6, n_values=16)
+    entropy_axes, loss_axes, accuracy_axes = fig.axes
     assert [line.get_label() for line in accuracy_axes.lines] == ["÷ √d_k", "÷ 1"]
     # The accuracy line is the median over the seeds, the band spans all of them.
     np.testing.assert_allclose(
@@ -629,3 +629,12 @@ def test_a_torch_mask_object_is_named_not_misread():
     assert "PyTorch `CausalBias`" in message
     plain = check("causal_lower_right", lambda n_q, n_k: torch.ones(n_q, n_k).tril(n_k - n_q))
     assert plain.passed, plain.message
+
+
+def test_an_additive_mask_is_told_the_exercise_wants_the_bool_form():
+    def additive(n_q, n_k):
+        keep = np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + (n_k - n_q)
+        return np.where(keep, 0.0, -np.inf)
+
+    message = check("causal_lower_right", additive).message
+    assert "additive form" in message and "bool form" in message

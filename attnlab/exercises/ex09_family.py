@@ -604,6 +604,15 @@ def _lower_right(offset):
 _WHICH_TOKEN = "Which token of the n_k is query 0, and which keys come up to it?"
 
 
+def _additive_form(values):
+    if np.isneginf(values).any() and set(values[np.isfinite(values)]) <= {0.0}:
+        raise Fail(
+            "Your mask holds 0 and -inf: the additive form, which is added to the scores "
+            "(PyTorch's float `attn_mask`). This exercise asks for the bool form, True where "
+            "a query may attend: which of your entries would be True?"
+        )
+
+
 def _first_wrong_row(got, want, inputs):
     # A mask no named slip explains: say which query's row is wrong, and ask about it.
     if got.shape != want.shape:
@@ -637,8 +646,10 @@ LOWER_RIGHT_MISTAKES = (
         _lower_right(lambda n_q, n_k: n_q),
     ),
     Mistake(
-        "Your mask leaves out each token's own key: the newest token does not see itself. A "
-        "token may attend to itself; which comparison keeps the diagonal of the triangle?",
+        "Your mask leaves out each token's own key: the newest token does not see itself. "
+        "That comes from a strict `<` where `<=` belongs, or from an offset one too small. "
+        "A token may attend to itself: which keys, counted from 0, come up to the newest "
+        "token, itself included?",
         _lower_right(lambda n_q, n_k: n_k - n_q - 1),
     ),
     Mistake(
@@ -676,6 +687,7 @@ register(
         prepare=bool_mask(
             "A mask is clearest as bool: a comparison such as `j <= i` gives one.",
             label="causal mask",
+            other_forms=_additive_form,
         ),
         shape_hint=(
             "A column of query positions, shape (n_q, 1), compared with a row of key "

@@ -285,6 +285,50 @@ def attention_maps(
     )
 
 
+def score_growth(
+    task: Task,
+    d_k: int,
+    divisors,
+    seeds=SEEDS,
+    checkpoints=(0, 5, STEPS),
+    batch_size: int = BATCH,
+    lr: float = LEARNING_RATE,
+) -> dict[str, dict[str, np.ndarray]]:
+    """How fast the scores and W_Q grow in training: for each divisor, at each checkpoint
+    (a number of training steps), the spread of the scores that enter the softmax and the
+    size of W_Q.
+
+    The spread is the standard deviation of one query's ``n_pairs`` scaled scores,
+    averaged over held-out sequences; the size is W_Q's Frobenius norm. Training is the
+    ablation's, so the first ``t`` steps of a longer run are a run of ``t`` steps.
+
+    Returns divisor → ``{"spread": (seeds, checkpoints), "norm_W_Q": (seeds,
+    checkpoints)}``.
+
+    Lesson: ``notebooks/09_attention_family.ipynb`` (entropy collapse).
+    """
+    divisors, seeds = tuple(divisors), tuple(seeds)
+    n_models = len(divisors) * len(seeds)
+    scales = np.repeat([1.0 / divisor_value(d, d_k) for d in divisors], len(seeds))
+    batch = evaluation_batch(task, n_models, 256, seed=77)
+    spread, norm = np.empty((n_models, len(checkpoints))), np.empty((n_models, len(checkpoints)))
+    for c, steps in enumerate(checkpoints):
+        if steps == 0:
+            start = init_params(task, d_k, seeds)
+            params = {k: np.concatenate([v] * len(divisors)) for k, v in start.items()}
+        else:
+            params, _, _ = _fit(task, d_k, divisors, seeds, steps, batch_size, lr)
+        f = forward(params, task, batch, scales)
+        scores = (f.q_in @ np.swapaxes(f.K, -1, -2)) * f.attention_scale  # (M, B, 1, n_pairs)
+        spread[:, c] = scores.std(axis=-1).mean(axis=(1, 2))
+        norm[:, c] = np.linalg.norm(params["W_Q"], axis=(1, 2))
+    per = len(seeds)
+    return {
+        d: {"spread": spread[i * per : (i + 1) * per], "norm_W_Q": norm[i * per : (i + 1) * per]}
+        for i, d in enumerate(divisors)
+    }
+
+
 def run_ablation(
     task: Task | None = None,
     d_ks=D_KS,

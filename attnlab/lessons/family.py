@@ -566,43 +566,40 @@ def plot_linear_cost(ns, quadratic_bytes, linear_bytes):
 # ------------------------------------------------------------ entropy during training
 
 
-def plot_entropy_curves(runs: dict, n_pairs: int):
-    """Mean attention entropy and accuracy per training step, one colour per run: the
-    median over the seeds as a line, the lowest to the highest seed as a band.
+def plot_entropy_curves(runs: dict, n_pairs: int, n_values: int):
+    """Mean attention entropy, loss and accuracy per training step, one colour per run:
+    the median over the seeds as a line, the lowest to the highest seed as a band.
 
-    ``runs``: label → a :class:`attnlab.lessons.ablation.Run`.
+    ``runs``: label → a :class:`attnlab.lessons.ablation.Run`; ``n_pairs`` and
+    ``n_values`` mark a uniform row (log n_pairs) and a uniform guess (log n_values).
     Lesson: ``notebooks/09_attention_family.ipynb``.
     """
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.6, 3.2), layout="constrained")
+    fig, axs = plt.subplots(1, 3, figsize=(11.5, 3.2), layout="constrained")
     colours = [plots.ACCENT, plots.SECOND, plots.THIRD]
     for (label, run), colour in zip(runs.items(), colours, strict=False):
         steps = np.arange(1, run.steps + 1)
-        for ax, values in ((ax1, run.entropy), (ax2, run.accuracy)):
+        for ax, values in zip(axs, (run.entropy, run.loss, run.accuracy), strict=True):
             ax.fill_between(
                 steps, values.min(axis=0), values.max(axis=0), color=colour, alpha=0.2, lw=0
             )
             ax.plot(steps, np.median(values, axis=0), color=colour, lw=1.3, label=f"÷ {label}")
-    ax1.axhline(np.log(n_pairs), color="grey", ls=":", lw=1)
-    ax1.text(
-        run.steps,
-        np.log(n_pairs),
-        "uniform, log n ",
-        color="grey",
-        fontsize=8,
-        va="bottom",
-        ha="right",
+    for ax, level, text in ((axs[0], np.log(n_pairs), "uniform row, log n"),
+                            (axs[1], np.log(n_values), "uniform guess")):  # fmt: skip
+        ax.axhline(level, color="grey", ls=":", lw=1)
+        ax.text(run.steps, level, text + " ", color="grey", fontsize=8, va="bottom", ha="right")
+    axs[0].set_ylim(0, np.log(n_pairs) * 1.15)
+    axs[1].set_ylim(bottom=0)  # a saturated start can begin above the uniform guess
+    titles = ("attention entropy", "loss", "accuracy")
+    ylabels = ("mean entropy (nats)", "loss on the step's batch", "accuracy on the step's batch")
+    for ax, title, ylabel in zip(axs, titles, ylabels, strict=True):
+        ax.set_title(title)
+        ax.set_xlabel("training step")
+        ax.set_ylabel(ylabel)
+    axs[2].set_ylim(0, 1.05)
+    axs[0].legend(fontsize=8, loc="center right")
+    fig.suptitle(
+        f"line: median of {run.entropy.shape[0]} seeds; band: lowest to highest", fontsize=9
     )
-    ax1.set_ylim(0, np.log(n_pairs) * 1.15)
-    ax1.set_xlabel("training step")
-    ax1.set_ylabel("mean entropy (nats)")
-    ax1.set_title("attention entropy")
-    ax2.set_xlabel("training step")
-    ax2.set_ylabel("accuracy on the step's batch")
-    ax2.set_ylim(0, 1.05)
-    ax2.set_title(
-        f"accuracy (line: median of {run.entropy.shape[0]} seeds; band: all)", fontsize=10
-    )
-    ax1.legend(fontsize=8, loc="center right")
     return fig
 
 
