@@ -1,6 +1,7 @@
-"""Exercises ``attention`` and ``masked_attention``, softmax(Q Kᵀ / √d_k) V, and
+"""Exercises ``attention`` and ``masked_attention``, softmax(Q Kᵀ / √d_k) V,
 ``output_change``: Z = A V is linear in V, so adding δ to value row j adds A_ij δ to
-output row i, through column j of A.
+output row i, through column j of A, and ``attention_by_hand``: one query's output,
+stage by stage, as one number.
 
 Lesson: ``notebooks/05_values.ipynb``.
 """
@@ -21,6 +22,7 @@ from .arrays import (
     softmax_unnormalised,
     softmax_unshifted,
 )
+from .numbers import NumberCheck, Slip
 from .registry import register
 
 LESSON = "notebooks/05_values.ipynb"
@@ -444,6 +446,80 @@ register(
             "that shape: `np.outer`, or `col[:, None] * row[None, :]`."
         ),
     ),
+)
+# ----------------------------------------------------------- attention_by_hand
+
+# One query, three keys and values, small enough for paper: d_k = 4, so √d_k = 2.
+BY_HAND_Q = np.array([1.0, 1.0, 1.0, 1.0])
+BY_HAND_K = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0], [1.0, -1.0, 1.0, -1.0]])
+BY_HAND_V = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 1.0]])
+
+
+def _by_hand(divisor=2.0, weigh=lambda s: np.exp(s) / np.exp(s).sum(), entry=0):
+    """The first output entry (or ``entry``) with one stage changed, for the slips."""
+    weights = weigh(BY_HAND_K @ BY_HAND_Q / divisor)
+    return float(weights @ BY_HAND_V[:, entry])
+
+
+_BY_HAND = _by_hand()
+_BY_HAND_TOLERANCE = 0.006  # two decimals, rounded along the way, still pass
+_STAGES = (
+    "The four stages: the three scores q·k_j; each divided by √d_k; the softmax "
+    "(exponentiate, then divide by the sum); the weighted sum of the values' first entries. "
+    "Which stage gives a number you did not expect?"
+)
+
+
+def by_hand_slips() -> list[Slip]:
+    def slip(value, message):
+        return Slip(value, message, 0.004)
+
+    return [
+        slip(_by_hand(divisor=1.0), "That is the output without the division by √d_k. With "
+             "d_k = 4, what do the scores 4, 2 and 0 become?"),
+        slip(_by_hand(divisor=4.0), "You divided the scores by d_k = 4. By what does "
+             "scaled dot-product attention divide them?"),
+        slip(_by_hand(weigh=lambda s: s / s.sum()), "You divided the scaled scores by their "
+             "sum, without the exponential. What does a softmax do to each score before it "
+             "divides?"),
+        slip(_by_hand(weigh=lambda s: s), "You mixed the values with the scaled scores "
+             "themselves. Weights must be positive and sum to 1: which step makes them so?"),
+        slip(_by_hand(divisor=1.0, weigh=lambda s: s), "You mixed the values with the raw "
+             "scores: no scaling and no softmax. Which two stages come between the scores "
+             "and the values?"),
+        slip(_by_hand(weigh=lambda s: np.full(3, 1 / 3)), "That is the plain mean of the "
+             "values' first entries: equal weights. Do the three keys match the query "
+             "equally well?"),
+        slip(_by_hand(weigh=np.exp), "You used the exponentials as weights without dividing "
+             "by their sum. What must the three weights add up to?"),
+        slip(_by_hand(weigh=lambda s: (s == s.max()).astype(float)), "You put all the "
+             "weight on the best key. A softmax is soft: what share do the other two keys "
+             "get?"),
+        slip(_by_hand(entry=1), "That is the second entry of the output. The question asks "
+             "for the first: which entries of v_0, v_1 and v_2 does it mix?"),
+        Slip(_BY_HAND, "Close, but not close enough: keep at least three decimals along the "
+             "way, or let NumPy compute each stage.", 0.03),
+    ]  # fmt: skip
+
+
+def _by_hand_passed(value: float) -> str:
+    scaled = BY_HAND_K @ BY_HAND_Q / 2.0
+    weights = np.exp(scaled) / np.exp(scaled).sum()
+    z = weights @ BY_HAND_V
+    return (
+        f"Right: {value:g}. The scores 4, 2, 0 divided by √4 = 2 give "
+        f"{', '.join(f'{s:g}' for s in scaled)}; the softmax turns them into the weights "
+        f"{', '.join(f'{w:.3f}' for w in weights)}; and the output is "
+        f"z = ({z[0]:.3f}, {z[1]:.3f}). Most of the weight goes to k_0, the key that points "
+        f"the same way as q, and z lies between the values it mixes."
+    )
+
+
+register(
+    LESSON,
+    solutions.attention_by_hand,
+    "answer_attention_by_hand = a number: the first entry of one query's output",
+    NumberCheck(_BY_HAND, _BY_HAND_TOLERANCE, by_hand_slips, _by_hand_passed, generic_hint=_STAGES),
 )
 register(
     LESSON,

@@ -6,7 +6,8 @@ compare answers with the validated functions of ``attnlab``; the tests check tha
 these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_product
 (cross_scores, score_matrix), 02_variance (scaled_scores, std_512, uniform_score_variance),
 03_scaling (entropy, divisor_for_variance, temperature_for_entropy), 04_softmax
-(softmax, softmax_jacobian, causal_mask), 05_values (attention, output_change, masked_attention),
+(softmax, softmax_jacobian, causal_mask), 05_values (attention, output_change, attention_by_hand,
+masked_attention),
 06_heads_and_masks (multi_head_attention, grouped_query_attention, kv_cache_bytes,
 padding_causal_mask),
 07_cost_and_tiling (longest_sequence, online_softmax), 08_does_scaling_matter
@@ -104,6 +105,15 @@ def attention(Q, K, V):
 def output_change(A, j, delta):
     # Z = A V: row i is sum_k A[i, k] v_k, and only v_j changes, so row i moves by A[i, j] delta
     return np.outer(A[:, j], delta)  # (n_q,) column of A times (d_v,) change: (n_q, d_v)
+
+
+def attention_by_hand():
+    q = np.array([1, 1, 1, 1])
+    K = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, -1, 1, -1]])
+    V = np.array([[1, 0], [0, 2], [3, 1]])
+    scores = K @ q / np.sqrt(4)  # 4, 2, 0 divided by √d_k = 2: 2, 1, 0
+    weights = np.exp(scores) / np.exp(scores).sum()  # e², e, 1 over their sum
+    return weights @ V[:, 0]  # the first entry of the output: the values' first entries mixed
 
 
 def masked_attention(Q, K, V, mask):
