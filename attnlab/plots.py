@@ -199,28 +199,45 @@ def bars(values, ax=None, *, labels=None, title="", ylabel="", color=ACCENT, yli
     return container
 
 
-def products(rows, cell: float = 0.42):
+def products(rows, cell: float = 0.42, *, shared_scale: bool = False):
     """Matrix products drawn to scale, one per row: ``A @ B = C`` as three heatmaps whose
     cells are all the same size, so that the shapes show what a product keeps and drops.
 
     ``rows``: a list of dicts with keys ``A`` and ``B`` (2-D arrays), ``names`` (three
-    titles), and optionally ``row_labels`` (for the rows of A and C), ``highlight``
-    (an ``(i, j)`` pair: row i of A, column j of B and entry (i, j) of C are outlined),
-    ``fmt`` (the number format of A's and B's cells) and ``fmt_out`` (of C's). ``cell``
-    is a cell's side in inches.
-    Returns the figure.
+    titles), and optionally:
+
+    - ``row_labels``: names for the rows of A, which are also the rows of C;
+    - ``index_ticks``: True to number every row and column from 0;
+    - ``highlight``: an ``(i, j)`` pair: row i of A, column j of B and entry (i, j) of C
+      are outlined; ``highlight_row``: i alone, row i of A and of C;
+    - ``fmt`` and ``fmt_out``: the number format of A's and B's cells, and of C's.
+
+    ``cell`` is a cell's side in inches. With ``shared_scale``, every matrix with negative
+    entries is drawn on one colour scale, so that equal numbers get equal colours across
+    the panels; matrices without (weights) keep the 0-to-1 scale. Returns the figure.
 
     Lessons: ``notebooks/01_dot_product.ipynb`` (where Q, K and V come from, and the
     shapes of Q Kᵀ) and ``notebooks/05_values.ipynb`` (the weights times V).
     """
     from matplotlib.patches import Rectangle
 
-    gap, left, top, pad = 0.55, 0.75, 0.45, 0.25  # inches
+    gap, left, top, pad, label_room = 0.55, 0.75, 0.55, 0.25, 0.45  # inches
     shapes = []
     for row in rows:
         A, B = np.asarray(row["A"], float), np.asarray(row["B"], float)
         shapes.append((A, B, A @ B))
-    widths = [sum(M.shape[1] for M in mats) * cell + 2 * gap for mats in shapes]
+    signed = [M for mats in shapes for M in mats if M.min() < 0]
+    lim = max((float(np.abs(M).max()) for M in signed), default=1.0) or 1.0
+
+    def room(row):  # C's row labels need space after the "=", index ticks a little
+        if row.get("row_labels") is not None:
+            return label_room
+        return 0.2 if row.get("index_ticks") else 0.0
+
+    widths = [
+        sum(M.shape[1] for M in mats) * cell + 2 * (gap + room(row))
+        for row, mats in zip(rows, shapes, strict=True)
+    ]
     heights = [max(M.shape[0] for M in mats) * cell for mats in shapes]
     fig_w = left + max(widths) + pad
     fig_h = sum(heights) + len(rows) * (top + pad)
@@ -233,26 +250,34 @@ def products(rows, cell: float = 0.42):
         axes = []
         for k, (M, name) in enumerate(zip(mats, row["names"], strict=True)):
             w, h = M.shape[1] * cell, M.shape[0] * cell
-            ax = fig.add_axes(((x) / fig_w, (y + (height - h) / 2) / fig_h, w / fig_w, h / fig_h))
-            labels = row.get("row_labels") if k == 0 else None  # C's rows are A's, level
+            ax = fig.add_axes((x / fig_w, (y + (height - h) / 2) / fig_h, w / fig_w, h / fig_h))
+            labels = row.get("row_labels") if k != 1 else None
+            scale = {"vmin": -lim, "vmax": lim} if shared_scale and M.min() < 0 else {}
             heatmap(M, ax, row_labels=labels, title="", xlabel="", ylabel="",
-                          colorbar=False, fmt=formats[k])  # fmt: skip
+                    colorbar=False, fmt=formats[k], **scale)  # fmt: skip
             ax.set_title(f"{name}\n({M.shape[0]}, {M.shape[1]})", fontsize=9)
-            ax.set_xticks([])
-            if labels is None:
-                ax.set_yticks([])
+            if not row.get("index_ticks"):
+                ax.set_xticks([])
+                if labels is None:
+                    ax.set_yticks([])
             axes.append(ax)
             x += w
             if k < 2:
-                fig.text((x + gap / 2) / fig_w, (y + height / 2) / fig_h, "@=" [k],
+                # B has no row labels, only index ticks: its "@" needs the room then.
+                extra = room(row) if (k == 1 or row.get("index_ticks")) else 0.0
+                fig.text((x + (gap + extra) / 2) / fig_w, (y + height / 2) / fig_h, "@=" [k],
                          ha="center", va="center", fontsize=16)  # fmt: skip
-                x += gap
+                x += gap + extra
+        A, B, C = mats
+        outline = {"fill": False, "edgecolor": "#E69F00", "linewidth": 3}  # Okabe-Ito orange
         if row.get("highlight") is not None:
             i, j = row["highlight"]
-            A, B, C = mats
-            outline = {"fill": False, "edgecolor": ACCENT, "linewidth": 2.5}
             axes[0].add_patch(Rectangle((-0.5, i - 0.5), A.shape[1], 1, **outline))
             axes[1].add_patch(Rectangle((j - 0.5, -0.5), 1, B.shape[0], **outline))
             axes[2].add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, **outline))
+        if row.get("highlight_row") is not None:
+            i = row["highlight_row"]
+            axes[0].add_patch(Rectangle((-0.5, i - 0.5), A.shape[1], 1, **outline))
+            axes[2].add_patch(Rectangle((-0.5, i - 0.5), C.shape[1], 1, **outline))
         y -= pad
     return fig

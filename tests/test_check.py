@@ -331,7 +331,7 @@ def test_each_declared_mistake_is_caught_and_named(exercise, mistake):
     # should have returned unless that would give the answer away.
     assert "\nTest input: " in result.message
     assert ("\nExpected, " in result.message) == checker.show_expected
-    assert f"\nYour `{exercise}` returned, " in result.message
+    assert (f"\nYour `{exercise}` returned, " in result.message) == checker.show_returned
 
 
 @pytest.mark.parametrize(

@@ -440,7 +440,7 @@ MASK_MISTAKES = [
     (lambda lengths, n: _real(lengths, n)[:, None, :] | attnlab.causal_mask(n), "with OR"),
     (
         lambda lengths, n: _real(lengths, n)[:, :, None] & attnlab.causal_mask(n),
-        "blocks rows (queries)",
+        "blocks the padding queries' rows",
     ),
     (
         lambda lengths, n: (
@@ -550,3 +550,40 @@ def test_one_token_too_many_in_the_cache_fails_with_the_gap_in_bytes():
     assert not result.passed
     # 32 layers × 1 token × 2 × 8 heads × 128 numbers × 4 bytes
     assert f"{32 * 2 * 8 * 128 * 4} more than the right one" in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (lambda lengths, n: ~solutions.padding_causal_mask(lengths, n), "opposite convention"),
+        (lambda lengths, n: _real(np.asarray(lengths) - 1, n)[:, None, :] & attnlab.causal_mask(n),
+         "drops the last real token"),
+        # Blocking padding on both axes gives the same mask as on rows alone.
+        (lambda lengths, n: (_real(lengths, n)[:, :, None] & _real(lengths, n)[:, None, :])
+         & attnlab.causal_mask(n), "which the exercise keeps"),
+    ],
+)  # fmt: skip
+def test_more_mask_slips_are_named(answer, phrase):
+    message = check("padding_causal_mask", answer).message
+    assert phrase in message, message
+
+
+def test_the_group_size_in_place_of_the_key_value_heads_is_named():
+    def group_size(n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number):
+        return 2 * n_layers * n_tokens * (n_heads // n_kv_heads) * d_head * bytes_per_number
+
+    assert "group size" in check("kv_cache_bytes", group_size).message
+
+
+def test_a_float_size_used_as_an_index_gets_the_floor_division_question():
+    def float_head_width(X, W_Q, W_K, W_V, W_O, n_heads):
+        d_head = X.shape[1] / n_heads
+        return X[:, :d_head]
+
+    message = check("multi_head_attention", float_head_width).message
+    assert "`//`" in message
+
+
+def test_grouped_query_failures_do_not_print_the_arrays():
+    message = check("grouped_query_attention", lambda Q, K, V: gqa_loop(Q, K, V)[..., ::-1, :, :])
+    assert "returned," not in message.message and "Expected" not in message.message

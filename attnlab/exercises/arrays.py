@@ -113,7 +113,8 @@ class ArrayCheck:
     ``exact`` compares without tolerance, for answers that are counts. ``index_hint``
     is added when the learner's code stops on an IndexError that is not about shapes:
     an index past the end of an array it reads from, such as a table of biases.
-    ``show_expected=False`` leaves the expected array out of a failure's example.
+    ``show_expected=False`` leaves the expected array out of a failure's example,
+    ``show_returned=False`` the learner's.
     """
 
     cases: Callable[[], Sequence[Case]]
@@ -128,8 +129,10 @@ class ArrayCheck:
     # pass once n is in the tens of thousands.
     exact: bool = False
     index_hint: str = ""
-    # False where the expected array would give the answer away (a mask's pattern).
+    # False where the expected array would give the answer away (a mask's pattern), or
+    # where the arrays are too big to read and the diagnosis says what matters.
     show_expected: bool = True
+    show_returned: bool = True
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         if not callable(answer):
@@ -188,7 +191,11 @@ class ArrayCheck:
 
             diagnosis = self._diagnosis(got, want, case, name, elsewhere)
             example = _example(
-                got, want if self.show_expected else None, case, name, self.shown_inputs
+                got if self.show_returned else None,
+                want if self.show_expected else None,
+                case,
+                name,
+                self.shown_inputs,
             )
             raise Fail(f"{diagnosis}\n\n{example}")
 
@@ -239,15 +246,20 @@ class ArrayCheck:
 
 
 def _consistent(mistake: Mistake, case: Case, got: np.ndarray) -> bool:
+    """Whether the answer on another input is what the mistake gives there. An answer with
+    NaN or inf there has a second problem, which says nothing against this one."""
     wrong = wrong_result(mistake, case.inputs)
-    return wrong is None or matches(got, wrong)
+    if wrong is None or (got.dtype.kind in "fc" and not np.isfinite(got).all()):
+        return True
+    return matches(got, wrong)
 
 
 def _example(got, want, case: Case, name: str, shown: tuple[str, ...] | None) -> str:
     lines = [f"Test input: {case.label}", *inputs_block(case.inputs, shown)]
     if want is not None:
         lines += [f"Expected, {shape_text(want.shape)}:", array_block(want)]
-    lines += [f"Your `{name}` returned, {shape_text(got.shape)}:", array_block(got)]
+    if got is not None:
+        lines += [f"Your `{name}` returned, {shape_text(got.shape)}:", array_block(got)]
     return "\n".join(lines)
 
 

@@ -230,6 +230,11 @@ def _error_message(
             "float array, such as one made by `np.ones` or `np.tril(np.ones(...))`? A "
             "comparison such as `j <= i` gives True/False directly."
         )
+    if "indices must be integers" in text:
+        return message + (
+            " An index or a size is a float: `/` always gives one. Which division should "
+            "give a whole number, and what does `//` give?"
+        )
     if hint and _SHAPE_ERROR.search(text):
         return f"{message} {hint}"
     # An IndexError such as "too many indices for array" is about shapes, not range.

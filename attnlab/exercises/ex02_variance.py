@@ -183,7 +183,15 @@ register(
     LESSON,
     solutions.std_512,
     f"answer_std_512 = a number: the standard deviation of q·k for d_k = {D_K}",
-    NumberCheck(_STD, TOLERANCE, slips, _passed, generic_hint=_RULE),
+    NumberCheck(
+        _STD,
+        TOLERANCE,
+        slips,
+        _passed,
+        generic_hint=_RULE,
+        what="the standard deviation of q·k",
+        many_hint="If you measured it from samples, `np.std(samples)` turns them into one.",
+    ),
 )
 
 # ------------------------------------------------------- uniform_score_variance

@@ -449,20 +449,26 @@ register(
 )
 # ----------------------------------------------------------- attention_by_hand
 
-# One query, three keys and values, small enough for paper: d_k = 4, so √d_k = 2.
+# One query, three keys and values, small enough for paper: d_k = 4, so √d_k = 2. The
+# numbers are chosen so that every slip below lands at least 0.08 from every other and
+# from the answer, and so that no earlier cell of the lesson prints these weights.
 BY_HAND_Q = np.array([1.0, 1.0, 1.0, 1.0])
-BY_HAND_K = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0], [1.0, -1.0, 1.0, -1.0]])
-BY_HAND_V = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 1.0]])
+BY_HAND_K = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0], [-1.0, -1.0, 0.0, 0.0]])
+BY_HAND_V = np.array([[3.0, 0.0], [0.0, 2.0], [2.0, 1.0]])
 
 
-def _by_hand(divisor=2.0, weigh=lambda s: np.exp(s) / np.exp(s).sum(), entry=0):
+def _softmax(s):
+    return np.exp(s) / np.exp(s).sum()
+
+
+def _by_hand(divisor=2.0, weigh=_softmax, entry=0):
     """The first output entry (or ``entry``) with one stage changed, for the slips."""
     weights = weigh(BY_HAND_K @ BY_HAND_Q / divisor)
     return float(weights @ BY_HAND_V[:, entry])
 
 
 _BY_HAND = _by_hand()
-_BY_HAND_TOLERANCE = 0.006  # two decimals, rounded along the way, still pass
+_BY_HAND_TOLERANCE = 0.006  # weights rounded to two decimals along the way still pass
 _STAGES = (
     "The four stages: the three scores q·k_j; each divided by √d_k; the softmax "
     "(exponentiate, then divide by the sum); the weighted sum of the values' first entries. "
@@ -474,11 +480,15 @@ def by_hand_slips() -> list[Slip]:
     def slip(value, message):
         return Slip(value, message, 0.004)
 
+    first_weight = float(_softmax(BY_HAND_K @ BY_HAND_Q / 2.0)[0])
     return [
         slip(_by_hand(divisor=1.0), "That is the output without the division by √d_k. With "
-             "d_k = 4, what do the scores 4, 2 and 0 become?"),
+             "d_k = 4, what do the scores become?"),
         slip(_by_hand(divisor=4.0), "You divided the scores by d_k = 4. By what does "
              "scaled dot-product attention divide them?"),
+        slip(_by_hand(divisor=np.sqrt(3)), "You divided the scores by √3, the root of the "
+             "number of keys. The scaling depends on the length of the vectors: what is d_k "
+             "here?"),
         slip(_by_hand(weigh=lambda s: s / s.sum()), "You divided the scaled scores by their "
              "sum, without the exponential. What does a softmax do to each score before it "
              "divides?"),
@@ -492,26 +502,34 @@ def by_hand_slips() -> list[Slip]:
              "equally well?"),
         slip(_by_hand(weigh=np.exp), "You used the exponentials as weights without dividing "
              "by their sum. What must the three weights add up to?"),
-        slip(_by_hand(weigh=lambda s: (s == s.max()).astype(float)), "You put all the "
-             "weight on the best key. A softmax is soft: what share do the other two keys "
-             "get?"),
+        slip(_by_hand(weigh=lambda s: (s == s.max()).astype(float)), "That is v_0's first "
+             "entry alone: all the weight on the best key. A softmax is soft: what share do "
+             "the other two keys get?"),
+        slip(_by_hand(weigh=lambda s: np.round(_softmax(s), 1)), "Your weights look rounded "
+             "to one decimal, which moves the result this far. Keep at least two decimals "
+             "of each weight."),
+        slip(first_weight, "That is the first *weight*, a_0, the share of k_0. The question "
+             "asks for the first entry of the output z = Σ_j a_j v_j: what do the weights "
+             "multiply?"),
         slip(_by_hand(entry=1), "That is the second entry of the output. The question asks "
              "for the first: which entries of v_0, v_1 and v_2 does it mix?"),
-        Slip(_BY_HAND, "Close, but not close enough: keep at least three decimals along the "
-             "way, or let NumPy compute each stage.", 0.03),
+        slip(_by_hand() + _by_hand(entry=1), "That is the sum of the two entries of z. The "
+             "question asks for the first entry alone."),
+        Slip(_BY_HAND, "Close, but not close enough: keep at least two decimals along the "
+             "way, or let NumPy compute each stage.", 0.05),
     ]  # fmt: skip
 
 
 def _by_hand_passed(value: float) -> str:
     scaled = BY_HAND_K @ BY_HAND_Q / 2.0
-    weights = np.exp(scaled) / np.exp(scaled).sum()
+    weights = _softmax(scaled)
     z = weights @ BY_HAND_V
     return (
-        f"Right: {value:g}. The scores 4, 2, 0 divided by √4 = 2 give "
-        f"{', '.join(f'{s:g}' for s in scaled)}; the softmax turns them into the weights "
-        f"{', '.join(f'{w:.3f}' for w in weights)}; and the output is "
+        f"Right: {value:g}. The scores {', '.join(f'{s:g}' for s in BY_HAND_K @ BY_HAND_Q)} "
+        f"divided by √4 = 2 give {', '.join(f'{s:g}' for s in scaled)}; the softmax turns "
+        f"them into the weights {', '.join(f'{w:.3f}' for w in weights)}; and the output is "
         f"z = ({z[0]:.3f}, {z[1]:.3f}). Most of the weight goes to k_0, the key that points "
-        f"the same way as q, and z lies between the values it mixes."
+        f"the same way as q; k_2 points the other way and gets almost none."
     )
 
 
@@ -519,7 +537,15 @@ register(
     LESSON,
     solutions.attention_by_hand,
     "answer_attention_by_hand = a number: the first entry of one query's output",
-    NumberCheck(_BY_HAND, _BY_HAND_TOLERANCE, by_hand_slips, _by_hand_passed, generic_hint=_STAGES),
+    NumberCheck(
+        _BY_HAND,
+        _BY_HAND_TOLERANCE,
+        by_hand_slips,
+        _by_hand_passed,
+        generic_hint=_STAGES,
+        what="the first entry of the output z",
+        many_hint="Is that the whole output z, or the weights? Which single entry is asked for?",
+    ),
 )
 register(
     LESSON,

@@ -369,6 +369,13 @@ KV_MISTAKES = (
         ),
     ),
     Mistake(
+        "You used the group size H/H_kv, the number of query heads that share one "
+        "key/value head. How many key/value heads have their vectors cached?",
+        lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
+            2 * n_layers * n_tokens * (n_heads // n_kv_heads) * d_head * bytes_per_number
+        ),
+    ),
+    Mistake(
         "You cached the queries too. A query is used once, by its own token, at its own "
         "step: does a later token ever need it?",
         lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
@@ -432,10 +439,10 @@ MASK_MISTAKES = (
         lambda lengths, n: _real_keys(lengths, n)[:, None, :] | _causal(n),
     ),
     Mistake(
-        "Your padding mask blocks rows (queries) instead of columns (keys), so the padding "
-        "queries' rows are all False. Padding says which *keys* are real: where must the "
-        "new axis go so that it blocks columns? (Padding queries keep their rows; their "
-        "outputs are ignored later.)",
+        "Your mask blocks the padding queries' rows (they are all False), which the "
+        "exercise keeps: padding queries keep their causal rows, and their outputs are "
+        "ignored later. Padding says which *keys* are real, so it acts on columns; with a "
+        "causal mask as well, which rows does it change at all?",
         lambda lengths, n: _real_keys(lengths, n)[:, :, None] & _causal(n),
     ),
     Mistake(
@@ -454,6 +461,17 @@ MASK_MISTAKES = (
         "Your causal part leaves out the diagonal, so no token sees itself and the first "
         "query has no key at all. May a token attend to itself?",
         lambda lengths, n: _real_keys(lengths, n)[:, None, :] & np.tri(n, k=-1, dtype=bool),
+    ),
+    Mistake(
+        "Your mask is True where a query may *not* attend: the opposite convention, the one "
+        "PyTorch's nn.MultiheadAttention uses for a bool mask. In this course, and in "
+        "F.scaled_dot_product_attention, True means *may attend*. What does one `~` do?",
+        lambda lengths, n: ~(_real_keys(lengths, n)[:, None, :] & _causal(n)),
+    ),
+    Mistake(
+        "Your padding mask drops the last real token of each sequence. A sequence of length "
+        "L fills positions 0 … L − 1: is position L − 1 real?",
+        lambda lengths, n: _real_keys(np.asarray(lengths) - 1, n)[:, None, :] & _causal(n),
     ),
     Mistake(
         "Your mask has the padding but not the causal part, so queries see later keys. "
@@ -518,6 +536,7 @@ register(
         # and the hint names the first wrong head.
         shown_inputs=(),
         show_expected=False,
+        show_returned=False,
     ),
 )
 register(
@@ -542,10 +561,7 @@ register(
     ArrayCheck(
         mask_cases,
         reference=padding_causal_mask,
-        shape_rule=(
-            "one (n, n) mask per sequence, (batch, n, n): the padding mask as "
-            "(batch, 1, n) AND the causal (n, n) mask broadcast to that"
-        ),
+        shape_rule="one (n, n) mask per sequence: (batch, n, n)",
         mistakes=MASK_MISTAKES,
         prepare=_AS_BOOL_MASK,
         shape_hint=(

@@ -44,11 +44,15 @@ class NumberCheck:
     slips: Callable[[], list[Slip]]
     passed_message: Callable[[float], str]
     generic_hint: str
+    # What the number is ("the standard deviation of q·k"), for the messages about answers
+    # that are not one finite real number, and what to say to an answer of many numbers.
+    what: str = "the answer"
+    many_hint: str = "Which one of them does the question ask for?"
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         try:
             with silenced():
-                value = _as_number(answer, f"answer_{name}", timeout)
+                value = _as_number(answer, f"answer_{name}", timeout, self)
                 if abs(value - self.want) <= self.tolerance:
                     return CheckResult(True, self.passed_message(value), name)
                 for slip in self.slips():
@@ -66,7 +70,7 @@ def is_real_number(x: Any) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
 
 
-def _as_number(answer: Any, variable: str, timeout: float | None) -> float:
+def _as_number(answer: Any, variable: str, timeout: float | None, check: NumberCheck) -> float:
     if callable(answer) and not isinstance(answer, (numbers.Number, np.generic, np.ndarray)):
         try:
             answer = call_answer(answer, {}, name=variable, timeout=timeout)
@@ -91,7 +95,7 @@ def _as_number(answer: Any, variable: str, timeout: float | None) -> float:
         )
     if isinstance(answer, (bool, np.bool_)):
         raise Fail(
-            f"`{variable}` is {answer}, a yes/no value. A standard deviation is a "
+            f"`{variable}` is {answer}, a yes/no value. {check.what.capitalize()} is a "
             f"number: assign it, e.g. {example}."
         )
     if isinstance(answer, (str, bytes)):
@@ -107,23 +111,23 @@ def _as_number(answer: Any, variable: str, timeout: float | None) -> float:
             f"`{variable}` is the text {text!r}: the quotes make it a string. Assign "
             f"the number without quotes."
         )
-    value = float(answer) if is_real_number(answer) else _from_array(answer, variable)
+    value = float(answer) if is_real_number(answer) else _from_array(answer, variable, check)
     if not math.isfinite(value):
         raise Fail(
-            f"`{variable}` is {value}, not a finite number. A standard deviation of "
-            f"dot products of finite vectors is finite; check how you computed it."
+            f"`{variable}` is {value}, not a finite number, and {check.what} is finite. "
+            f"Which step of your computation gave NaN or inf?"
         )
     return value
 
 
-def _from_array(answer: Any, variable: str) -> float:
+def _from_array(answer: Any, variable: str, check: NumberCheck) -> float:
     try:
         arr = np.asarray(answer)
     except Exception:
         arr = None
     if arr is not None and arr.dtype.kind == "c":
         raise Fail(
-            f"`{variable}` is a complex number; a standard deviation is real. "
+            f"`{variable}` is a complex number, and {check.what} is real. "
             f"A square root of a negative number can bring in complex numbers."
         )
     if arr is None or arr.dtype.kind not in "iuf":
@@ -145,5 +149,5 @@ def _from_array(answer: Any, variable: str) -> float:
         )
     raise Fail(
         f"`{variable}` is {what} holding {arr.size} numbers; the question asks for "
-        f"one number. If you measured it from samples, `np.std(samples)` turns them into one."
+        f"one number, {check.what}. {check.many_hint}"
     )

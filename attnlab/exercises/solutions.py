@@ -109,10 +109,10 @@ def output_change(A, j, delta):
 
 def attention_by_hand():
     q = np.array([1, 1, 1, 1])
-    K = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, -1, 1, -1]])
-    V = np.array([[1, 0], [0, 2], [3, 1]])
-    scores = K @ q / np.sqrt(4)  # 4, 2, 0 divided by √d_k = 2: 2, 1, 0
-    weights = np.exp(scores) / np.exp(scores).sum()  # e², e, 1 over their sum
+    K = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [-1, -1, 0, 0]])
+    V = np.array([[3, 0], [0, 2], [2, 1]])
+    scores = K @ q / np.sqrt(4)  # 4, 2, -2 divided by √d_k = 2: 2, 1, -1
+    weights = np.exp(scores) / np.exp(scores).sum()  # e², e, e⁻¹ over their sum
     return weights @ V[:, 0]  # the first entry of the output: the values' first entries mixed
 
 
