@@ -587,3 +587,14 @@ def test_a_float_size_used_as_an_index_gets_the_floor_division_question():
 def test_grouped_query_failures_do_not_print_the_arrays():
     message = check("grouped_query_attention", lambda Q, K, V: gqa_loop(Q, K, V)[..., ::-1, :, :])
     assert "returned," not in message.message and "Expected" not in message.message
+
+
+def test_a_head_loop_that_indexes_the_batch_axis_is_told_where_the_heads_are():
+    def first_axis(Q, K, V):
+        group = Q.shape[-3] // K.shape[-3]
+        return np.stack(
+            [attnlab.attention(Q[h], K[h // group], V[h // group]) for h in range(Q.shape[-3])]
+        )
+
+    message = check("grouped_query_attention", first_axis).message
+    assert "axis −3" in message and "picks a sequence" in message

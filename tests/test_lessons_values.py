@@ -70,3 +70,22 @@ def test_matrices_row_can_share_one_colour_scale_and_one_set_of_labels():
         for ax in fig.axes[:2]:
             assert [t.get_text() for t in ax.get_xticklabels()] == labels
         plt.close(fig)
+
+
+def test_the_maximum_of_the_whole_array_is_named():
+    from attnlab import check
+
+    def global_max(Q, K, V):
+        S = Q @ K.T / np.sqrt(Q.shape[-1])
+        e = np.exp(S - S.max())
+        return e / e.sum(axis=-1, keepdims=True) @ V
+
+    message = check("attention", global_max).message
+    assert "largest score of the whole array" in message
+
+
+@pytest.mark.parametrize("value", [2.21, 2.18, 2.186])
+def test_weights_rounded_to_two_decimals_pass_the_by_hand_question(value):
+    from attnlab import check
+
+    assert check("attention_by_hand", value).passed

@@ -180,10 +180,12 @@ def gqa_cases() -> list[Case]:
         )
 
     return [
-        case("2 sequences; 6 query heads share 2 key/value heads, in groups of 3; 4 tokens, "
-             "d_k = 3, d_v = 2", (2,), 6, 2, 4, 4, 3, 2),
-        case("no batch axis; 4 query heads share 2 key/value heads; 3 tokens, d_k = 2, "
-             "d_v = 3", (), 4, 2, 3, 3, 2, 3),
+        # No batch axis first: a loop that indexes Q[h] is right here and fails only on
+        # the batched inputs, where the index hint below can say why.
+        case("no batch axis; 6 query heads share 2 key/value heads, in groups of 3; "
+             "3 tokens, d_k = 2, d_v = 3", (), 6, 2, 3, 3, 2, 3),
+        case("2 sequences; 4 query heads share 2 key/value heads; 4 tokens, d_k = 3, "
+             "d_v = 2", (2,), 4, 2, 4, 4, 3, 2),
         case("multi-query: 4 query heads share 1 key/value head; 1 new query, 5 keys",
              (), 4, 1, 1, 5, 3, 2),
         case("multi-head: 3 query heads, each with its own key/value head; 2 queries, 4 keys",
@@ -231,8 +233,8 @@ GQA_MISTAKES = (
         "Your query head h reads key/value head h mod H_kv: the copies of the key/value heads "
         "come in the order 0, 1, 0, 1, …, as `np.tile` or joining copies of K end to end "
         "arranges them. The convention here, as in Llama and PyTorch's `enable_gqa`, makes "
-        "each group a run of *neighbouring* query heads: with groups of 3, which key/value "
-        "head should query heads 0, 1 and 2 read, and which should heads 3, 4 and 5?",
+        "each group a run of *neighbouring* query heads: with groups of g = H/H_kv, which "
+        "key/value head should query heads 0 … g − 1 read, and which the next g?",
         _gqa_wrong(arrange="tile"),
     ),
     Mistake(
@@ -526,11 +528,15 @@ register(
             "head axes, −3. NumPy stretches an axis only when it has length 1, so with "
             "1 < H_kv < H the H_kv key/value heads cannot meet the H query heads by "
             "themselves. Which of the two does the message above name? For the heads: how "
-            "many copies of each key/value head do you need, and along which axis?"
+            "many copies of each key/value head do you need, and along which axis? (If you "
+            "loop over the heads: they are on axis −3, behind any batch axes, so `Q[h]` "
+            "picks a sequence when there is a batch.)"
         ),
         index_hint=(
-            "An index past the last key/value head, H_kv − 1: how many query heads share "
-            "each key/value head, and so which key/value head does query head H − 1 read?"
+            "An index past the end of an axis. If you loop over the heads: the heads are on "
+            "axis −3, behind any batch axes, so `Q[h]` picks a sequence when there is a "
+            "batch: how do you index axis −3 whatever stands in front of it? And how many "
+            "query heads share each key/value head, so which one does query head H − 1 read?"
         ),
         # The head axis is what this exercise is about; the numbers are too many to read,
         # and the hint names the first wrong head.
