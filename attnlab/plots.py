@@ -269,15 +269,19 @@ def products(rows, cell: float = 0.42, *, shared_scale: bool = False):
                          ha="center", va="center", fontsize=16)  # fmt: skip
                 x += gap + extra
         A, B, C = mats
-        outline = {"fill": False, "edgecolor": "#E69F00", "linewidth": 3}  # Okabe-Ito orange
+
+        def outline(ax, corner, width, height):
+            box = Rectangle(corner, width, height, fill=False, edgecolor="#E69F00", linewidth=3)
+            ax.add_patch(box)  # Okabe-Ito orange: visible on both colour maps
+
         if row.get("highlight") is not None:
             i, j = row["highlight"]
-            axes[0].add_patch(Rectangle((-0.5, i - 0.5), A.shape[1], 1, **outline))
-            axes[1].add_patch(Rectangle((j - 0.5, -0.5), 1, B.shape[0], **outline))
-            axes[2].add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, **outline))
+            outline(axes[0], (-0.5, i - 0.5), A.shape[1], 1)
+            outline(axes[1], (j - 0.5, -0.5), 1, B.shape[0])
+            outline(axes[2], (j - 0.5, i - 0.5), 1, 1)
         if row.get("highlight_row") is not None:
             i = row["highlight_row"]
-            axes[0].add_patch(Rectangle((-0.5, i - 0.5), A.shape[1], 1, **outline))
-            axes[2].add_patch(Rectangle((-0.5, i - 0.5), C.shape[1], 1, **outline))
+            outline(axes[0], (-0.5, i - 0.5), A.shape[1], 1)
+            outline(axes[2], (-0.5, i - 0.5), C.shape[1], 1)
         y -= pad
     return fig
