@@ -568,8 +568,10 @@ def test_reference_inputs_are_softmax_rows():
 
 def test_score_growth_starts_from_the_initial_weights_and_follows_training():
     task = lesson.make_task(n_keys=5, n_values=4, n_pairs=3, d_model=4, seed=3)
-    growth = lesson.score_growth(task, 8, ("√d_k", "1"), seeds=(0, 1), checkpoints=(0, 3))
+    runs = lesson.train_divisors(task, 8, ("√d_k", "1"), seeds=(0, 1), steps=3, keep=(0, 3))
+    growth = lesson.score_growth(task, runs)
     scaled, raw = growth["√d_k"], growth["1"]
+    np.testing.assert_array_equal(scaled["steps"], [0, 3])
     assert scaled["spread"].shape == (2, 2) and scaled["norm_W_Q"].shape == (2, 2)
     # The same initial weights: the same W_Q, and scores √8 times as spread without 1/√d_k.
     np.testing.assert_allclose(scaled["norm_W_Q"][:, 0], raw["norm_W_Q"][:, 0])
@@ -578,3 +580,23 @@ def test_score_growth_starts_from_the_initial_weights_and_follows_training():
     np.testing.assert_allclose(scaled["norm_W_Q"][:, 0], np.linalg.norm(start, axis=(1, 2)))
     # Training moves W_Q.
     assert (scaled["norm_W_Q"][:, 1] != scaled["norm_W_Q"][:, 0]).all()
+
+
+def test_kept_weights_are_those_of_a_shorter_run():
+    # The first t steps of a longer run are a run of t steps: score_growth reads the
+    # weights a run kept instead of training again.
+    task = lesson.make_task(n_keys=5, n_values=4, n_pairs=3, d_model=4, seed=3)
+    long = lesson.train_divisors(task, 8, ("1",), seeds=(0,), steps=4, keep=(2, 4))["1"]
+    short = lesson.train_divisors(task, 8, ("1",), seeds=(0,), steps=2, keep=(2,))["1"]
+    for name, value in short.weights[2].items():
+        np.testing.assert_array_equal(long.weights[2][name], value)
+    np.testing.assert_array_equal(long.loss[:, :2], short.loss)
+
+
+def test_score_growth_needs_kept_weights():
+    task = lesson.make_task(n_keys=5, n_values=4, n_pairs=3, d_model=4, seed=3)
+    runs = lesson.train_divisors(task, 8, ("1",), seeds=(0,), steps=1)
+    with pytest.raises(ValueError, match="keep"):
+        lesson.score_growth(task, runs)
+    with pytest.raises(ValueError, match="keep"):
+        lesson.train_divisors(task, 8, ("1",), seeds=(0,), steps=1, keep=(2,))

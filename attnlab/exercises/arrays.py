@@ -17,7 +17,7 @@ import numpy as np
 
 from .._inputs import EXP_LIMIT
 from .calling import call_answer, quietly, silenced
-from .messages import CheckResult, Fail, array_block, inputs_block, shape_text
+from .messages import CheckResult, Fail, TooSlow, array_block, inputs_block, shape_text
 
 # Loose enough for an answer computed (or returned) in float32, tight enough that every
 # known mistake on the test inputs is far outside it.
@@ -157,7 +157,12 @@ class ArrayCheck:
         )
         return CheckResult(True, "\n\n".join([message, *notes]), name)
 
-    def _answer_on(self, answer, case: Case, name: str, timeout, notes: list[str]) -> np.ndarray:
+    def _expected(self, case: Case) -> np.ndarray:
+        return np.asarray(quietly(self.reference, *_copies(case.inputs)))
+
+    def _answer_on(
+        self, answer, case: Case, want: np.ndarray, name: str, timeout, notes: list[str]
+    ) -> np.ndarray:
         value = call_answer(
             answer,
             case.inputs,
@@ -166,13 +171,12 @@ class ArrayCheck:
             shape_hint=self.shape_hint,
             index_hint=self.index_hint,
         )
-        want_ndim = np.ndim(quietly(self.reference, *_copies(case.inputs)))
-        got = as_answer_array(value, name, want_ndim)
+        got = as_answer_array(value, name, want.ndim)
         return got if self.prepare is None else self.prepare(got, notes)
 
     def _check_case(self, answer, case: Case, name: str, timeout, notes, cases) -> None:
-        got = self._answer_on(answer, case, name, timeout, notes)
-        want = np.asarray(quietly(self.reference, *_copies(case.inputs)))
+        want = self._expected(case)
+        got = self._answer_on(answer, case, want, name, timeout, notes)
         same = np.array_equal(got, want) if self.exact else matches(got, want)
         if not same:
 
@@ -183,10 +187,14 @@ class ArrayCheck:
                 for other in cases:
                     if other is not case:
                         try:
-                            found.append((other, self._answer_on(answer, other, name, timeout, [])))
-                        except Fail as fail:
-                            if "took longer" in fail.message:
-                                break
+                            theirs = self._answer_on(
+                                answer, other, self._expected(other), name, timeout, []
+                            )
+                        except TooSlow:
+                            break
+                        except Fail:
+                            continue
+                        found.append((other, theirs))
                 return found
 
             diagnosis = self._diagnosis(got, want, case, name, elsewhere)

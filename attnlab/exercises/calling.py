@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .messages import Fail, describe_call
+from .messages import Fail, TooSlow, describe_call
 
 DEFAULT_TIMEOUT = 5.0
 # After the first alarm the timer keeps firing at this interval, so an answer that
@@ -176,7 +176,7 @@ def call_answer(
             if stop.still_running
             else ""
         )
-        raise Fail(
+        raise TooSlow(
             f"Your `{name}` took longer than {stop.seconds:g} s on {on_what} and was "
             f"stopped. Is there an endless loop? These inputs are tiny, so a correct answer "
             f"finishes in well under a second.{background}"

@@ -146,7 +146,7 @@ def _renormalised(W):
         return W / W.sum(axis=-1, keepdims=True)
 
 
-def _global_max_softmax(S):
+def _global_maxsoftmax_rows(S):
     """The shift by the largest score of the whole array: rows far below it underflow to
     0 / 0 (NaN), where each row's own maximum keeps them finite."""
     with np.errstate(all="ignore"):
@@ -163,7 +163,7 @@ def _common_mistakes() -> tuple[Mistake, ...]:
             "whose scores all lie far below that maximum underflows: every exponential is 0, "
             "and 0 / 0 is NaN. Which maximum keeps each row's largest exponential at "
             "e⁰ = 1, and what do `axis` and `keepdims` have to do with it?",
-            lambda Q, K, V, mask=None: _global_max_softmax(m(_scaled(Q, K), mask)) @ V,
+            lambda Q, K, V, mask=None: _global_maxsoftmax_rows(m(_scaled(Q, K), mask)) @ V,
         ),
         Mistake(
             "You returned the attention weights softmax(Q Kᵀ / √d_k), shape (n_q, n_k): the "
@@ -473,11 +473,7 @@ BY_HAND_K = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0], [-1.0, -1.0, 0
 BY_HAND_V = np.array([[3.0, 0.0], [0.0, 2.0], [2.0, 1.0]])
 
 
-def _softmax(s):
-    return np.exp(s) / np.exp(s).sum()
-
-
-def _by_hand(divisor=2.0, weigh=_softmax, entry=0):
+def _by_hand(divisor=2.0, weigh=softmax_rows, entry=0):
     """The first output entry (or ``entry``) with one stage changed, for the slips."""
     weights = weigh(BY_HAND_K @ BY_HAND_Q / divisor)
     return float(weights @ BY_HAND_V[:, entry])
@@ -498,7 +494,7 @@ def by_hand_slips() -> list[Slip]:
     def slip(value, message):
         return Slip(value, message, 0.004)
 
-    first_weight = float(_softmax(BY_HAND_K @ BY_HAND_Q / 2.0)[0])
+    first_weight = float(softmax_rows(BY_HAND_K @ BY_HAND_Q / 2.0)[0])
     return [
         slip(_by_hand(divisor=1.0), "That is the output without the division by √d_k. With "
              "d_k = 4, what do the scores become?"),
@@ -523,7 +519,7 @@ def by_hand_slips() -> list[Slip]:
         slip(_by_hand(weigh=lambda s: (s == s.max()).astype(float)), "That is v_0's first "
              "entry alone: all the weight on the best key. A softmax is soft: what share do "
              "the other two keys get?"),
-        slip(_by_hand(weigh=lambda s: np.round(_softmax(s), 1)), "Your weights look rounded "
+        slip(_by_hand(weigh=lambda s: np.round(softmax_rows(s), 1)), "Your weights look rounded "
              "to one decimal, which moves the result this far. Keep at least two decimals "
              "of each weight."),
         slip(first_weight, "That is the first *weight*, a_0, the share of k_0. The question "
@@ -540,7 +536,7 @@ def by_hand_slips() -> list[Slip]:
 
 def _by_hand_passed(value: float) -> str:
     scaled = BY_HAND_K @ BY_HAND_Q / 2.0
-    weights = _softmax(scaled)
+    weights = softmax_rows(scaled)
     z = weights @ BY_HAND_V
     return (
         f"Right: {value:g}. The scores {', '.join(f'{s:g}' for s in BY_HAND_K @ BY_HAND_Q)} "

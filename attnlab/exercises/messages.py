@@ -34,6 +34,11 @@ class Fail(Exception):
         self.message = message
 
 
+class TooSlow(Fail):
+    """A Fail because the answer ran past its time limit: running it on more inputs would
+    only take that long again."""
+
+
 @dataclass(frozen=True, repr=False)
 class CheckResult:
     """The outcome of ``check``: ``passed``, a ``message`` for the learner, and the exercise id.

@@ -10,7 +10,7 @@ imported by the figure functions alone.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -81,7 +81,9 @@ class Run:
 
     ``loss``, ``accuracy``, ``entropy``: ``(n_seeds, steps)``, measured on each step's
     fresh training batch before the update. ``final_accuracy`` and ``final_entropy``:
-    ``(n_seeds,)``, on held-out sequences after training.
+    ``(n_seeds,)``, on held-out sequences after training. ``weights``: the parameters
+    after ``t`` steps, ``{t: {name: (n_seeds, ...)}}``, for each ``t`` that training was
+    asked to keep (none by default).
     """
 
     d_k: int
@@ -94,6 +96,7 @@ class Run:
     entropy: np.ndarray
     final_accuracy: np.ndarray
     final_entropy: np.ndarray
+    weights: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)
 
     @property
     def steps(self) -> int:
@@ -170,9 +173,10 @@ def train(
     return train_divisors(task, d_k, (divisor,), seeds, steps, batch_size, lr)[divisor]
 
 
-def _fit(task: Task, d_k: int, divisors, seeds, steps: int, batch_size: int, lr: float):
+def _fit(task: Task, d_k: int, divisors, seeds, steps: int, batch_size: int, lr: float, keep=()):
     """The training loop of :func:`train_divisors`; returns the trained parameters, each
-    model's scale ``(M,)`` and the curves ``{name: (M, steps)}``."""
+    model's scale ``(M,)``, the curves ``{name: (M, steps)}`` and a copy of the parameters
+    after ``t`` steps for each ``t`` in ``keep`` (``{t: params}``)."""
     n = len(seeds)
     scales = np.repeat([1.0 / divisor_value(d, d_k) for d in divisors], n)
     # Model m is (divisors[m // n], seeds[m % n]): the seeds' models, once per divisor.
@@ -185,14 +189,19 @@ def _fit(task: Task, d_k: int, divisors, seeds, steps: int, batch_size: int, lr:
     optimiser = Adam(params, lr=lr, rates=rates)
     streams = [np.random.default_rng([seed, 2]) for seed in seeds]
     curves = {name: np.empty((len(scales), steps)) for name in ("loss", "accuracy", "entropy")}
-    for t in range(steps):
+    kept = {}
+    for t in range(steps + 1):
+        if t in keep:
+            kept[t] = {k: v.copy() for k, v in params.items()}
+        if t == steps:
+            break
         batches = [sample_batch(task, rng, batch_size) for rng in streams]
         loss, grads, stats = loss_and_grads(params, task, stack(batches * len(divisors)), scales)
         optimiser.step(params, grads)
         curves["loss"][:, t] = loss
         curves["accuracy"][:, t] = stats["accuracy"]
         curves["entropy"][:, t] = stats["entropy"]
-    return params, scales, curves
+    return params, scales, curves, kept
 
 
 def train_divisors(
@@ -203,10 +212,13 @@ def train_divisors(
     steps: int = STEPS,
     batch_size: int = BATCH,
     lr: float = LEARNING_RATE,
+    keep=(),
 ) -> dict[str, Run]:
     """Train one model per (divisor, seed), all at once; returns ``{divisor: Run}``.
 
-    ``divisors`` are names from ``DIVISORS`` or ``STEP_CONTROLS``.
+    ``divisors`` are names from ``DIVISORS`` or ``STEP_CONTROLS``. Each run keeps its
+    parameters after ``t`` steps for every ``t`` in ``keep`` (``Run.weights``), for
+    :func:`score_growth` to read without training again.
 
     Each divisor τ gives the scale 1/τ. Seed s fixes the initial parameters and the
     stream of training batches, so the models of one seed start from the same weights
@@ -218,7 +230,9 @@ def train_divisors(
     """
     seeds, divisors = tuple(int(s) for s in seeds), tuple(divisors)
     n = len(seeds)
-    params, scales, curves = _fit(task, d_k, divisors, seeds, steps, batch_size, lr)
+    if not all(isinstance(t, int) and 0 <= t <= steps for t in keep):
+        raise ValueError(f"keep must hold step counts from 0 to steps = {steps}, got {keep!r}.")
+    params, scales, curves, kept = _fit(task, d_k, divisors, seeds, steps, batch_size, lr, keep)
     final = evaluate(params, task, evaluation_batch(task, len(scales)), scales)
     runs = {}
     for i, divisor in enumerate(divisors):
@@ -234,6 +248,7 @@ def train_divisors(
             entropy=curves["entropy"][rows],
             final_accuracy=final["accuracy"][rows],
             final_entropy=final["entropy"][rows],
+            weights={t: {k: v[rows] for k, v in p.items()} for t, p in sorted(kept.items())},
         )
     return runs
 
@@ -274,7 +289,7 @@ def attention_maps(
     before = {
         k: np.concatenate([v] * len(divisors)) for k, v in init_params(task, d_k, (seed,)).items()
     }
-    after, _, _ = _fit(task, d_k, divisors, (seed,), steps, batch_size, lr)
+    after, _, _, _ = _fit(task, d_k, divisors, (seed,), steps, batch_size, lr)
     start, end = (forward(p, task, batch, scales).weights[..., 0, :] for p in (before, after))
     right = np.argmax(batch.keys[0] == batch.query[0][:, None], axis=-1)
     return AttentionMaps(
@@ -285,48 +300,37 @@ def attention_maps(
     )
 
 
-def score_growth(
-    task: Task,
-    d_k: int,
-    divisors,
-    seeds=SEEDS,
-    checkpoints=(0, 5, STEPS),
-    batch_size: int = BATCH,
-    lr: float = LEARNING_RATE,
-) -> dict[str, dict[str, np.ndarray]]:
-    """How fast the scores and W_Q grow in training: for each divisor, at each checkpoint
-    (a number of training steps), the spread of the scores that enter the softmax and the
-    size of W_Q.
+def score_growth(task: Task, runs: Mapping[str, Run]) -> dict[str, dict[str, np.ndarray]]:
+    """How fast the scores and W_Q grow in training: for each run, at each step count its
+    training kept (``train_divisors(..., keep=...)``), the spread of the scores that enter
+    the softmax and the size of W_Q.
 
     The spread is the standard deviation of one query's ``n_pairs`` scaled scores,
-    averaged over held-out sequences; the size is W_Q's Frobenius norm. Training is the
-    ablation's, so the first ``t`` steps of a longer run are a run of ``t`` steps.
+    averaged over held-out sequences; the size is W_Q's Frobenius norm.
 
-    Returns divisor → ``{"spread": (seeds, checkpoints), "norm_W_Q": (seeds,
-    checkpoints)}``.
+    Returns divisor → ``{"steps": (checkpoints,), "spread": (seeds, checkpoints),
+    "norm_W_Q": (seeds, checkpoints)}``.
 
     Lesson: ``notebooks/09_attention_family.ipynb`` (entropy collapse).
     """
-    divisors, seeds = tuple(divisors), tuple(seeds)
-    n_models = len(divisors) * len(seeds)
-    scales = np.repeat([1.0 / divisor_value(d, d_k) for d in divisors], len(seeds))
-    batch = evaluation_batch(task, n_models, 256, seed=77)
-    spread, norm = np.empty((n_models, len(checkpoints))), np.empty((n_models, len(checkpoints)))
-    for c, steps in enumerate(checkpoints):
-        if steps == 0:
-            start = init_params(task, d_k, seeds)
-            params = {k: np.concatenate([v] * len(divisors)) for k, v in start.items()}
-        else:
-            params, _, _ = _fit(task, d_k, divisors, seeds, steps, batch_size, lr)
-        f = forward(params, task, batch, scales)
-        scores = (f.q_in @ np.swapaxes(f.K, -1, -2)) * f.attention_scale  # (M, B, 1, n_pairs)
-        spread[:, c] = scores.std(axis=-1).mean(axis=(1, 2))
-        norm[:, c] = np.linalg.norm(params["W_Q"], axis=(1, 2))
-    per = len(seeds)
-    return {
-        d: {"spread": spread[i * per : (i + 1) * per], "norm_W_Q": norm[i * per : (i + 1) * per]}
-        for i, d in enumerate(divisors)
-    }
+    growth = {}
+    for name, run in runs.items():
+        if not run.weights:
+            raise ValueError(
+                f"runs[{name!r}] kept no weights: train it with train_divisors(..., keep=(0, ...))."
+            )
+        steps = sorted(run.weights)
+        scales = np.full(len(run.seeds), run.scale)
+        batch = evaluation_batch(task, len(run.seeds), 256, seed=77)
+        spread, norm = (np.empty((len(run.seeds), len(steps))) for _ in range(2))
+        for c, t in enumerate(steps):
+            params = run.weights[t]
+            f = forward(params, task, batch, scales)
+            scores = (f.q_in @ np.swapaxes(f.K, -1, -2)) * f.attention_scale  # (M, B, 1, n_pairs)
+            spread[:, c] = scores.std(axis=-1).mean(axis=(1, 2))
+            norm[:, c] = np.linalg.norm(params["W_Q"], axis=(1, 2))
+        growth[name] = {"steps": np.array(steps), "spread": spread, "norm_W_Q": norm}
+    return growth
 
 
 def run_ablation(
