@@ -23,6 +23,7 @@ from attnlab.exercises.arrays import ArrayCheck, matches, wrong_result
 from attnlab.exercises.numbers import NumberCheck
 
 IDS = (
+    "best_key",
     "cross_scores",
     "scaled_scores",
     "softmax",
@@ -75,9 +76,15 @@ def softmax_logsumexp(x):
     return np.exp(x - m - np.log(np.exp(x - m).sum(axis=1))[:, None])
 
 
-def jacobian_loop(p):
-    n = len(p)
-    return [[p[i] * ((1.0 if i == j else 0.0) - p[j]) for j in range(n)] for i in range(n)]
+def jacobian_loop(P):
+    m = len(P[0])
+    return [
+        [[p[i] * ((1.0 if i == j else 0.0) - p[j]) for j in range(m)] for i in range(m)] for p in P
+    ]
+
+
+def jacobian_rows(P):
+    return np.stack([np.diag(p) - np.outer(p, p) for p in P])
 
 
 def causal_loop(n):
@@ -149,6 +156,8 @@ def linear_attention_einsum(Q, K, V):
 
 
 CORRECT = [
+    ("best_key", lambda q, length: length * q / math.sqrt(sum(x * x for x in q))),
+    ("best_key", lambda q, length: (q * length / np.linalg.norm(q)).astype(np.float32)),
     ("cross_scores", lambda X_q, X_kv, W_Q, W_K: (X_q @ W_Q) @ (X_kv @ W_K).T),
     ("cross_scores", lambda X_q, X_kv, W_Q, W_K: X_q @ (W_Q @ W_K.T) @ X_kv.T),
     ("cross_scores", lambda X_q, X_kv, W_Q, W_K: scores_loop(X_q @ W_Q, X_kv @ W_K)),
@@ -173,9 +182,10 @@ CORRECT = [
     ("softmax", lambda x: stable_softmax(x).astype(np.float32)),
     ("softmax", lambda x: stable_softmax(x).tolist()),
     ("softmax_jacobian", jacobian_loop),
-    ("softmax_jacobian", lambda p: np.diag(p) - np.einsum("i,j->ij", p, p)),
-    ("softmax_jacobian", lambda p: p[:, None] * (np.eye(len(p)) - p[None, :])),
-    ("softmax_jacobian", lambda p: (np.diag(p) - np.outer(p, p)).astype(np.float32)),
+    ("softmax_jacobian", jacobian_rows),
+    ("softmax_jacobian", lambda P: np.eye(P.shape[1]) * P[:, None] - np.einsum("ri,rj->rij", P, P)),
+    ("softmax_jacobian", lambda P: P[..., None] * (np.eye(P.shape[-1]) - P[..., None, :])),
+    ("softmax_jacobian", lambda P: jacobian_rows(P).astype(np.float32)),
     ("causal_mask", causal_loop),
     ("causal_mask", lambda n: np.tril(np.ones((n, n), dtype=bool))),
     ("causal_mask", lambda n: np.arange(n)[:, None] >= np.arange(n)),
@@ -392,9 +402,11 @@ def test_unmatched_wrong_softmax_gets_a_property_hint():
 
 
 def test_unmatched_wrong_jacobian_gets_a_property_hint():
-    result = check("softmax_jacobian", lambda p: np.diag(p) - np.outer(p, p) + 0.1 * np.eye(len(p)))
+    result = check("softmax_jacobian", lambda P: jacobian_rows(P) + 0.1 * np.eye(P.shape[1]))
     assert "don't sum to 0" in result.message
-    result = check("softmax_jacobian", lambda p: np.diag(p) - np.outer(p, p**2))
+    result = check(
+        "softmax_jacobian", lambda P: np.stack([np.diag(p) - np.outer(p, p**2) for p in P])
+    )
     assert "isn't symmetric" in result.message
 
 
@@ -705,6 +717,7 @@ def test_solution_mentions_the_functions_it_builds_on():
 def test_exercises_know_their_lessons():
     lessons = {exercise: get_exercise(exercise).lesson for exercise in IDS}
     assert lessons == {
+        "best_key": "notebooks/01_dot_product.ipynb",
         "cross_scores": "notebooks/01_dot_product.ipynb",
         "scaled_scores": "notebooks/02_variance.ipynb",
         "softmax": "notebooks/04_softmax.ipynb",

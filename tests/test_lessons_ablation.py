@@ -349,9 +349,9 @@ def test_step_controls_table_and_claims(short_runs, controls, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 + 2 * len(lesson.SETTINGS)
     table = "\n".join(lines)
-    assert "1, small steps     saturated  as ÷√d_k" in table
-    assert "√d_k, large steps  spread     √d_k × larger" in table
-    assert "1                  saturated  √d_k × larger" in table
+    assert "1, small steps     √d_k × wider  as ÷√d_k" in table
+    assert "√d_k, large steps  as ÷√d_k      √d_k × larger" in table
+    assert "1                  √d_k × wider  √d_k × larger" in table
     found = lesson.control_claims(short_runs, controls)
     assert len(found) == 4
     lesson.print_claims(found)

@@ -83,3 +83,14 @@ def test_products_are_drawn_to_scale_with_the_score_outlined():
     assert [p.get_xy() for p in ax_b.patches] == [(2.5, -0.5)]
     assert [p.get_xy() for p in ax_c.patches] == [(2.5, 0.5)]
     plt.close(fig)
+
+
+def test_best_key_hint_says_whether_the_direction_or_the_length_is_off():
+    from attnlab import check
+
+    too_long = check("best_key", lambda q, length: 3 * length * q / np.linalg.norm(q))
+    assert "points exactly the way q does" in too_long.message
+    turned = check("best_key", lambda q, length: length * np.roll(q, 1) / np.linalg.norm(q))
+    assert "away from q" in turned.message and "cos θ" in turned.message
+    # The expected key is never printed: it would show the rule.
+    assert "Expected" not in turned.message

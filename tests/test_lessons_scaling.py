@@ -125,6 +125,59 @@ def test_raw_rows_saturate_and_scaled_rows_do_not():
     assert sat.at(512)["max_weight_raw"] == sat.max_weight_raw[9]
 
 
+def test_the_gradient_with_respect_to_the_raw_scores():
+    # Lesson 03, Section 7: the scaled rows pass J / √d_k to the raw scores s = q·k.
+    sat = lesson.saturation_by_dk()
+    np.testing.assert_allclose(sat.jacobian_scaled_wrt_raw, sat.jacobian_scaled / np.sqrt(sat.d_ks))
+    assert sat.at(64)["jacobian_scaled_wrt_raw"] == sat.jacobian_scaled_wrt_raw[6]
+    # With the divisor it falls like 1/√d_k: J itself stays within a narrow band.
+    assert np.ptp(sat.jacobian_scaled[4:]) < 0.02
+    # Without it, more gradient up to d_k = 64, less from 128 on, far less at 1024.
+    ratio = sat.jacobian_raw / sat.jacobian_scaled_wrt_raw
+    assert np.all(ratio[1:7] > 1.5) and np.all(ratio[7:] < 1) and ratio[-1] < 1e-2
+    # The chain rule: nudging the raw scores of a scaled row gives J / √d_k.
+    s = lesson.random_score_rows(64, n_keys=5, n_rows=1, seed=2)[0]
+    h, J = 1e-6, attnlab.softmax_jacobian(attnlab.softmax(s / 8.0))
+    for j in range(5):
+        e = np.zeros(5)
+        e[j] = h
+        column = (attnlab.softmax((s + e) / 8.0) - attnlab.softmax((s - e) / 8.0)) / (2 * h)
+        np.testing.assert_allclose(column, J[:, j] / 8.0, atol=1e-8)
+
+
+def test_sequence_scores_and_the_share_of_saturated_rows():
+    S = lesson.sequence_scores(64, n_tokens=128, n_sequences=3, seed=1)
+    assert S.shape == (3, 128, 128)
+    assert S.var() == pytest.approx(64, rel=0.1)
+    third = lesson.sequence_scores(
+        64, n_tokens=128, n_sequences=3, seed=1, sigma_q=0.5, sigma_k=2 / 3
+    )
+    np.testing.assert_allclose(third, S / 3, rtol=1e-12, atol=1e-12)
+    assert lesson.saturated_share(np.array([[10.0, 0.0], [1.0, 0.0]])) == 0.5
+    assert lesson.saturated_share(np.array([[10.0, 0.0]]), threshold=0.99999) == 0.0
+    # Lesson 03, Section 6: unit variance saturates more the larger d_k; ÷√d_k never does;
+    # PyTorch's default (σ_q σ_k = 1/3) saturates few rows at d_k = 64.
+    shares = [lesson.saturated_share(lesson.sequence_scores(d, seed=d)) for d in (64, 256, 1024)]
+    assert shares == sorted(shares) and shares[0] > 0.05 and shares[-1] > 0.5
+    S = lesson.sequence_scores(1024, seed=1024)
+    assert lesson.saturated_share(S / 32.0) == 0.0
+    assert lesson.saturated_share(lesson.sequence_scores(64, seed=64) / 3) < 0.02
+
+
+def test_mean_entropy_by_exponent_matches_rows_drawn_in_full():
+    # The χ² shortcut draws the same distribution as q · k_j with every entry N(0, 1).
+    alphas = np.array([0.0, 0.25, 0.5, 1.0])
+    for d_k in (4, 64):
+        quick = lesson.mean_entropy_by_exponent(d_k, 10, alphas, n_rows=4000, seed=1)
+        S = lesson.random_score_rows(d_k, n_keys=10, n_rows=4000, seed=2)
+        full = [float(lesson.entropy(attnlab.softmax(S / d_k**a)).mean()) for a in alphas]
+        np.testing.assert_allclose(quick, full, atol=0.05)
+    # At α = 1/2 the mean entropy is the same for every d_k; at α = 0 it falls with d_k.
+    at = {d: lesson.mean_entropy_by_exponent(d, 10, [0.0, 0.5]) for d in (4, 64, 1024)}
+    assert at[4][0] > at[64][0] > at[1024][0]
+    assert np.ptp([at[d][1] for d in at]) < 0.1
+
+
 def test_largest_jacobian_entry():
     assert lesson.largest_jacobian_entry(np.array([1.0, 0.0, 0.0])) == 0.0
     assert lesson.largest_jacobian_entry(np.array([0.5, 0.5])) == pytest.approx(0.25)

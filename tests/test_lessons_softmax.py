@@ -58,3 +58,22 @@ def test_new_figures_draw():
     )
     assert len(fig.axes) == 2
     plt.close(fig)
+
+
+def test_query_gradient_norms_match_finite_differences_and_stay_level_when_scaled():
+    d_k, n_keys = 8, 5
+    norms = lesson.query_gradient_norms([d_k], n_keys, 1, np.random.default_rng(3))
+    rng = np.random.default_rng(3)  # the same draws, in the same order
+    q, K = rng.normal(size=d_k), rng.normal(size=(n_keys, d_k))
+
+    def weights(v):
+        return attnlab.softmax(K @ v / np.sqrt(d_k))
+
+    h = 1e-6
+    columns = [(weights(q + h * e) - weights(q - h * e)) / (2 * h) for e in np.eye(d_k)]
+    assert norms[0, 0] == pytest.approx(np.linalg.norm(np.stack(columns, axis=1)), rel=1e-5)
+    d_ks = [16, 256, 1024]
+    scaled = np.median(lesson.query_gradient_norms(d_ks, 16, 200, np.random.default_rng(0)), 1)
+    raw = lesson.query_gradient_norms(d_ks, 16, 200, np.random.default_rng(0), scaled=False)
+    assert scaled.max() / scaled.min() < 1.3
+    assert np.median(raw[-1]) < 0.1 * scaled[-1]

@@ -125,64 +125,69 @@ def test_figures_are_labelled():
     plt.close("all")
 
 
-# ------------------------------------------------- exercise std_512: a number
+# ------------------------------------- exercise std_512: the spread of a difference
 
 
 def judge(value):
     return check("std_512", value)
 
 
-STD = math.sqrt(512)
+STD = math.sqrt(2 * 512)  # Var(q·k₁ − q·k₂) = 2 d_k = 1024, so the answer is 32
+ONE = math.sqrt(512)  # the standard deviation of one score
 
 
 @pytest.mark.parametrize(
     "value",
-    [
-        STD,
-        np.sqrt(512),
-        22.6,
-        22.63,
-        round(STD, 1),
-        np.float32(STD),
-        np.array(STD),
-        np.float64(22.65),
-        512**0.5,
-    ],
-)
+    [STD, 32, 32.0, np.sqrt(1024), np.sqrt(2 * 512), 32.04, np.float32(STD), np.array(STD),
+     np.int64(32), 1024**0.5],
+)  # fmt: skip
 def test_right_numbers_pass(value):
     result = judge(value)
     assert result.passed, result.message
-    assert "√512" in result.message and f"{STD:.2f}" in result.message
+    assert "1024" in result.message and "32" in result.message
 
 
 @pytest.mark.parametrize(
     "value, phrase",
     [
-        (512, "That is the variance"),
-        (512.0, "That is the variance"),
-        (np.int64(512), "That is the variance"),
-        (8, "√64"),
-        (np.sqrt(64), "√64"),
+        (ONE, "ONE score"),
+        (22.63, "ONE score"),
+        (2 * ONE, "added the two standard deviations"),
+        (45.25, "added the two standard deviations"),
+        (0, "does not cancel"),
+        (1024, "the variance of the difference"),
+        (np.int64(1024), "the variance of the difference"),
+        (512, "variance of one score"),
+        (2048, "4·d_k"),
         (16, "√256"),
-        (32, "√1024"),
-        (math.sqrt(2), "√2,"),
-        (1, "scaled scores"),
-        (1.0, "scaled scores"),
-        (512**1 / 2, "`512 ** 1/2`"),
-        (512**2, "d_k squared"),
+        (math.sqrt(2), "after dividing"),
+        (1, "one scaled score"),
         (-STD, "never negative"),
-        (0, "mean of q·k"),
-        (1 / STD, "1/√d_k"),
-        (22, "not a whole number"),
-        (23, "not a whole number"),
-        (22.5, "not a whole number"),
+        (1 / STD, "below 1"),
+        (8, "√64"),
+        # measured-looking values: close to 32 but not it
+        (31.7, "looks like a measured value"),
+        (32.6, "looks like a measured value"),
+        (31, "looks like a measured value"),
         (100, "Not quite"),
+        (22.72, "Not quite"),
     ],
 )
 def test_classic_wrong_numbers_are_named(value, phrase):
     result = judge(value)
     assert not result.passed
     assert phrase in result.message
+    assert "32" not in result.message.replace("√", "")  # the answer is never shown
+
+
+def test_every_slip_differs_from_the_answer():
+    from attnlab.exercises.ex02_variance import TOLERANCE, slips
+
+    *named, measured = slips()  # the last one catches values near the answer
+    assert "measured value" in measured.message and measured.value == STD
+    for slip in named:
+        assert abs(slip.value - STD) > TOLERANCE, slip.message
+        assert not judge(slip.value).passed
 
 
 @pytest.mark.parametrize(
@@ -215,7 +220,7 @@ def test_things_that_are_not_a_number_fail_kindly(value, phrase):
 
 def test_a_function_returning_the_number_is_accepted_too():
     assert judge(lambda: STD).passed
-    assert "That is the variance" in judge(lambda: 512).message
+    assert "variance of one score" in judge(lambda: 512).message
 
     def raises():
         raise ValueError("oops")
@@ -232,7 +237,7 @@ def test_an_answer_cell_that_has_not_run_gets_a_friendly_message():
 
 def test_check_takes_the_number_itself():
     assert check("std_512", STD).passed
-    assert "That is the variance" in check("std_512", 512).message
+    assert "variance of one score" in check("std_512", 512).message
     assert "is None" in check("std_512", None).message
 
 
@@ -241,6 +246,7 @@ def test_std_512_through_check_and_solution():
     assert not check("std_512", lambda: 512).passed
     code = solution("std_512")
     assert code.startswith("def std_512(") and "np.sqrt" in code
+    assert "answer_std_512 = " in code  # reads like the answer cell it stands for
     assert "02_variance" in code._repr_markdown_()
 
 
@@ -251,7 +257,9 @@ def test_the_reference_solution_passes():
 
 def test_feedback_html_renders():
     html = judge(512)._repr_html_()
-    assert "FAIL" in html and "<code>np.sqrt</code>" in html
+    assert "FAIL" in html and "q·k" in html
+    html = judge(STD + 0.5)._repr_html_()
+    assert "FAIL" in html and "measured value" in html
 
 
 def test_initial_spread_follows_each_initialisation():
@@ -266,3 +274,71 @@ def test_initial_spread_follows_each_initialisation():
         assert 0 <= s["saturated_scaled"] <= s["saturated_raw"] <= 1
     unit = spread["unit variance, N(0, 1/d)"]
     assert unit["saturated_raw"] > 0 and unit["saturated_scaled"] == 0
+
+
+# ------------------------------------------- a row of scores, and the difference of two
+
+
+def test_two_scores_of_one_query_are_uncorrelated_and_their_difference_has_variance_2_d_k():
+    first, second = lesson.score_pairs(64, 20_000, np.random.default_rng(11))
+    assert first.shape == second.shape == (20_000,)
+    assert abs(np.corrcoef(first, second)[0, 1]) < 0.03
+    assert np.var(first - second) == pytest.approx(2 * 64, rel=0.05)
+    with pytest.raises(ValueError, match="at least 1"):
+        lesson.score_pairs(0, 5, np.random.default_rng(0))
+
+
+def test_unscaled_rows_are_taken_over_by_one_key_and_scaled_ones_are_not():
+    rng = np.random.default_rng(12)
+    raw = [lesson.share_of_dominated_rows(d, 256, 500, rng) for d in (16, 64, 512)]
+    assert raw[0] < raw[1] < raw[2] and raw[2] > 0.8
+    assert lesson.share_of_dominated_rows(512, 256, 500, rng, scale=True) < 0.02
+
+
+def test_excess_kurtosis_falls_like_6_over_d_k():
+    rng = np.random.default_rng(13)
+    assert abs(lesson.excess_kurtosis(rng.standard_normal(200_000))) < 0.05
+    samples = lesson.samples_by_dk([1, 16], 200_000, rng)
+    assert lesson.excess_kurtosis(samples[1]) == pytest.approx(6, rel=0.25)
+    assert lesson.excess_kurtosis(samples[16]) == pytest.approx(6 / 16, abs=0.1)
+
+
+def test_each_raw_panel_gets_bins_a_quarter_of_its_std_wide():
+    import matplotlib.pyplot as plt
+
+    samples = lesson.samples_by_dk([16, 512], 2000, np.random.default_rng(14))
+    fig = lesson.plot_histograms(samples, [16, 512])
+    widths = [float(np.diff(a.patches[0].get_data().edges)[0]) for a in fig.axes]
+    assert widths[0] == pytest.approx(1.0, rel=0.05)  # √16 / 4
+    assert widths[1] == pytest.approx(np.sqrt(512) / 4, rel=0.05)
+    plt.close("all")
+
+
+# ------------------------------------------- the other exercises' named mistakes
+
+
+@pytest.mark.parametrize(
+    "answer, phrase",
+    [
+        (lambda d_k: d_k / 12, "d_k / 12"),
+        (lambda d_k: 2 * d_k / 3, "added the two variances"),
+        (lambda d_k: (d_k / 3) ** 2, "d_k got squared"),
+        (lambda d_k: d_k // 9, "floor division"),
+        (lambda d_k: 1.005 * d_k / 9, "estimate"),
+        (lambda d_k: d_k / 3, "used the variance 1/3 once"),
+    ],
+)
+def test_uniform_score_variance_names_each_slip_without_the_answer(answer, phrase):
+    result = check("uniform_score_variance", answer)
+    assert not result.passed
+    assert phrase in result.message
+    assert "Expected" not in result.message
+
+
+def test_a_square_root_of_the_scores_is_named():
+    for answer in (
+        lambda Q, K: np.sqrt(Q @ K.T / Q.shape[-1]),
+        lambda Q, K: np.sqrt(Q @ K.T) / np.sqrt(Q.shape[-1]),
+    ):
+        result = check("scaled_scores", answer)
+        assert not result.passed and "square root of a negative number" in result.message

@@ -1,4 +1,4 @@
-"""The scaling strip of lesson 03: one score row, divided by d_k^p from ÷1 to ÷√d_k."""
+"""The scaling strip of lesson 03: one score row, divided by d_k^α from ÷1 to ÷√d_k."""
 
 import numpy as np
 import pytest
@@ -18,9 +18,9 @@ def shown_weights(widget) -> np.ndarray:
 
 def test_builds_with_no_arguments_from_raw_scores():
     w = scaling_strip()
-    assert set(w.controls) == {"p", "d_k"}
-    assert w.controls["p"].value == 0.0
-    assert w.controls["p"].min == 0.0 and w.controls["p"].max == 1.0
+    assert set(w.controls) == {"alpha", "d_k"}
+    assert w.controls["alpha"].value == 0.0
+    assert w.controls["alpha"].min == 0.0 and w.controls["alpha"].max == 1.0
     assert w.d_k == 256 and w.scores.shape == (10,)
     # Raw q·k with d_k = 256: scores spread over tens, softmax nearly one-hot.
     assert np.ptp(w.scores) > 20
@@ -33,7 +33,7 @@ def test_builds_with_no_arguments_from_raw_scores():
 def test_moving_to_sqrt_d_k_spreads_the_spike():
     w = scaling_strip()
     before_image, before = w.view.image.value, status(w)
-    w.controls["p"].value = 0.5
+    w.controls["alpha"].value = 0.5
     assert w.view.image.value != before_image
     weights = softmax(w.scores / 16.0)
     np.testing.assert_allclose(shown_weights(w), weights)
@@ -46,12 +46,12 @@ def test_moving_to_sqrt_d_k_spreads_the_spike():
     np.testing.assert_allclose(w.shown["scores"], w.scores / 16.0)
 
 
-def test_every_step_divides_by_d_k_to_the_p_and_entropy_grows():
+def test_every_step_divides_by_d_k_to_the_alpha_and_entropy_grows():
     w = scaling_strip()
     entropies = []
-    for p in (0.1, 0.2, 0.3, 0.4, 0.5):
-        w.controls["p"].value = p
-        divisor = 256.0**p
+    for alpha in (0.1, 0.2, 0.3, 0.4, 0.5):
+        w.controls["alpha"].value = alpha
+        divisor = 256.0**alpha
         np.testing.assert_allclose(shown_weights(w), softmax(w.scores / divisor))
         assert f"÷ <b>{divisor:.2f}</b>" in w.readout.value
         entropies.append(status(w)["entropy"])
@@ -62,7 +62,7 @@ def test_d_k_alone_builds_a_row_of_that_length():
     small, large = scaling_strip(d_k=4), scaling_strip(d_k=1024)
     assert small.d_k == 4 and large.d_k == 1024
     assert np.abs(small.scores).max() < np.abs(large.scores).max()
-    large.controls["p"].value = 0.5
+    large.controls["alpha"].value = 0.5
     assert "÷ <b>32.00</b> = √d_k" in large.readout.value
 
 
@@ -70,7 +70,7 @@ def test_learner_scores_with_their_d_k():
     s = np.array([12.0, -4.0, 3.0, 0.0, 8.0])
     w = scaling_strip(scores=s, d_k=64)
     np.testing.assert_allclose(shown_weights(w), softmax(s))
-    w.controls["p"].value = 0.5
+    w.controls["alpha"].value = 0.5
     np.testing.assert_allclose(shown_weights(w), softmax(s / 8.0))
     # Integers and lists are fine too; 16 keys is the most.
     w16 = scaling_strip(scores=list(range(16)), d_k=9)
@@ -100,9 +100,9 @@ def test_bad_data_raises_a_clear_error(kwargs, error, phrase):
 
 def test_past_sqrt_d_k_the_row_flattens_towards_uniform():
     w = scaling_strip()
-    w.controls["p"].value = 0.5
+    w.controls["alpha"].value = 0.5
     at_half = status(w)["entropy"]
-    w.controls["p"].value = 1.0
+    w.controls["alpha"].value = 1.0
     assert w.shown["divisor"] == pytest.approx(256.0)
     assert "= d_k" in w.readout.value
     assert status(w)["entropy"] > at_half
@@ -115,10 +115,10 @@ def test_the_built_in_row_follows_d_k():
     largest = {}
     for d_k in (4, 1024):
         w.controls["d_k"].value = d_k
-        w.controls["p"].value = 0.0
+        w.controls["alpha"].value = 0.0
         assert w.d_k == d_k and w.shown["d_k"] == d_k
         largest[d_k] = status(w)["largest"]
-        w.controls["p"].value = 0.5
+        w.controls["alpha"].value = 0.5
         np.testing.assert_allclose(shown_weights(w), softmax(w.scores / np.sqrt(d_k)))
     assert largest[1024] > largest[4]
 
@@ -126,3 +126,32 @@ def test_the_built_in_row_follows_d_k():
 def test_a_learners_own_scores_keep_their_d_k():
     w = scaling_strip(scores=[3.0, 1.0, -2.0], d_k=64)
     assert list(w.controls["d_k"].options) == [64] and w.controls["d_k"].disabled
+
+
+def test_the_panel_shows_raw_rows_sharpen_with_d_k_and_scaled_rows_do_not():
+    # Lesson 03's claim before the widget, for the mean of 400 rows (the panel's dot)
+    # and for the built-in row, whose shorter vectors are prefixes of the longer ones.
+    w = scaling_strip()
+    mean, row = {}, {}
+    for alpha in (0.0, 0.5):
+        w.controls["alpha"].value = alpha
+        for d_k in (4, 16, 64, 256, 1024):
+            w.controls["d_k"].value = d_k
+            mean[alpha, d_k] = w.shown["mean_entropy"]
+            row[alpha, d_k] = w.shown["entropy"]
+    d_ks = (4, 16, 64, 256, 1024)
+    at_zero = [mean[0.0, d] for d in d_ks]
+    assert at_zero == sorted(at_zero, reverse=True) and at_zero[0] - at_zero[-1] > 1.0
+    assert np.ptp([mean[0.5, d] for d in d_ks]) < 0.1
+    row_at_zero = [row[0.0, d] for d in d_ks]
+    assert row_at_zero == sorted(row_at_zero, reverse=True)
+    assert min(row[0.5, d] for d in d_ks) > max(row_at_zero[1:])
+
+
+def test_built_in_rows_are_prefixes_of_one_long_row():
+    from attnlab.widgets.scaling import example_scores
+
+    rng = np.random.default_rng(18)
+    q, K = rng.standard_normal(1024), rng.standard_normal((10, 1024))
+    for d_k in (4, 64, 1024):
+        np.testing.assert_allclose(example_scores(d_k), K[:, :d_k] @ q[:d_k])

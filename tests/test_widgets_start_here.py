@@ -46,6 +46,18 @@ def test_larger_scale_sharpens_the_weights():
     assert "scale = 2.00" in w.readout.value
 
 
+def test_at_the_largest_scale_every_output_is_close_to_one_value_row():
+    # The lesson says: slide the scale up and each row piles its weight onto one key.
+    w = formula_explorer()
+    slider = w.controls["scale"]
+    assert slider.max == 5.0
+    slider.value = slider.max
+    weights = w.shown["weights"]
+    assert np.all(weights.max(axis=1) > 0.98)
+    _, _, _, V = tiny_example()
+    np.testing.assert_allclose(weights @ V, V[weights.argmax(axis=1)], atol=0.02)
+
+
 def test_query_selector_shows_that_query_s_output():
     w = formula_explorer()
     tokens, Q, K, V = tiny_example()

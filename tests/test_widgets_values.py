@@ -13,7 +13,7 @@ def test_default_shows_the_worked_example():
     w = qkv_explorer()
     ex = worked_example()
     out, weights = attnlab.attention(ex.Q, ex.K, ex.V, return_weights=True)
-    assert set(w.controls) == {"query"}
+    assert set(w.controls) == {"query", "sharpen"}
     assert set(w.inputs) == {"Q", "K", "V", "apply", "message"}
     np.testing.assert_allclose(w.shown["weights"], weights[0])
     np.testing.assert_allclose(w.shown["output"], out[0])
@@ -147,3 +147,23 @@ def test_parse_and_format_round_trip():
     assert problem is None
     np.testing.assert_array_equal(parsed, M)
     assert parse_matrix(None, "Q")[1] is not None
+
+
+def test_sharpening_moves_each_output_from_the_mean_towards_one_value_row():
+    w = qkv_explorer()
+    ex = worked_example()
+    scaled = ex.Q @ ex.K.T / np.sqrt(ex.Q.shape[1])
+    nearest = []
+    for factor in (0.25, 1.0, 16.0):
+        w.controls["sharpen"].value = factor
+        np.testing.assert_allclose(w.shown["weights"], attnlab.softmax(factor * scaled[0]))
+        np.testing.assert_allclose(w.shown["output"], w.shown["weights"] @ ex.V)
+        nearest.append(np.linalg.norm(ex.V - w.shown["output"], axis=1).min())
+        # However sharp or flat, the output stays inside the range of V's rows.
+        assert np.all(w.shown["output"] >= ex.V.min(axis=0) - 1e-12)
+        assert np.all(w.shown["output"] <= ex.V.max(axis=0) + 1e-12)
+    assert nearest[0] > nearest[1] > nearest[2]
+    assert "scores × 16" in w.readout.value
+    # Choosing another query keeps the factor.
+    w.controls["query"].value = 2
+    np.testing.assert_allclose(w.shown["weights"], attnlab.softmax(16.0 * scaled[2]))

@@ -29,10 +29,13 @@ def test_moving_the_slider_redraws_and_updates_the_numbers(widget):
     std = widget.shown["raw_std"]
     assert abs(std - np.sqrt(512)) < 0.05 * np.sqrt(512)
     assert abs(widget.shown["scaled_std"] - 1.0) < 0.05
-    # The raw histogram spreads out over many more bins; its tallest bar stays at 1.
+    # The raw histogram is a density on a shared axis: it spreads out over many more bins,
+    # and its peak drops like 1/√d_k (√512 ≈ 23 times lower than a normal one at d_k = 1).
     wide_raw = widget.shown["raw"]
-    assert wide_raw.max() == small_raw.max() == 1.0
-    assert (wide_raw > 0.05).sum() > 5 * (small_raw > 0.05).sum()
+    assert (wide_raw > 0.1 * wide_raw.max()).sum() > 5 * (small_raw > 0.1 * small_raw.max()).sum()
+    assert wide_raw.max() == pytest.approx(1 / np.sqrt(2 * np.pi * 512), rel=0.15)
+    assert small_raw.max() > 10 * wide_raw.max()
+    assert widget.shown["raw"].sum() * 160 / 80 == pytest.approx(1.0, abs=0.01)
     # The scaled histogram is a density: it integrates to about 1 on its range.
     assert widget.shown["scaled"].sum() * 10 / 50 == pytest.approx(1.0, abs=0.01)
     slider.value = 1
@@ -57,6 +60,19 @@ def test_learner_data():
     assert w.shown["d_k"] == 100
     assert abs(w.shown["raw_std"] - 10.0) < 1.0
     assert "2000 dot products" in w.readout.value and "rademacher" in w.readout.value
+
+
+def test_every_histogram_fits_under_the_top():
+    # ±1 entries at d_k = 1 or 2 put the scaled samples in a few tall bins.
+    w = variance_explorer([1, 2, 64], n_samples=2000, dist="rademacher")
+    raw_top, scaled_top = w.tops["rademacher"]
+    for (dist, _), frame in w.frames.items():
+        if dist == "rademacher":
+            assert frame["scaled"].max() < scaled_top
+            assert frame["raw"].max() < raw_top
+    assert w.view.axes[0, 1].get_ylim()[1] == scaled_top
+    w.controls["dist"].value = "normal"  # its own, lower axes
+    assert w.view.axes[0, 1].get_ylim()[1] == w.tops["normal"][1] < scaled_top
 
 
 def test_unsorted_d_ks_are_sorted():
@@ -84,3 +100,18 @@ def test_unsorted_d_ks_are_sorted():
 def test_bad_arguments_raise_clear_errors(kwargs, error, phrase):
     with pytest.raises(error, match=phrase):
         variance_explorer(**kwargs)
+
+
+def test_the_dropdown_switches_the_entries_distribution():
+    w = variance_explorer([1, 64], n_samples=2000, seed=3)
+    assert w.controls["dist"].value == "normal" and "normal entries" in w.readout.value
+    w.controls["d_k"].value = 1
+    before = w.view.image.value
+    w.controls["dist"].value = "rademacher"
+    assert w.view.image.value != before
+    assert w.shown["dist"] == "rademacher" and "rademacher entries" in w.readout.value
+    # ±1 entries at d_k = 1: every scaled sample is -1 or +1, in two tall bins.
+    assert (w.shown["scaled"] > 0).sum() == 2
+    assert abs(w.shown["scaled_std"] - 1.0) < 0.05
+    w.controls["d_k"].value = 64
+    assert abs(w.shown["raw_std"] - 8.0) < 0.5

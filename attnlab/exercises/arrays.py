@@ -245,6 +245,11 @@ class ArrayCheck:
                 f"Your `{name}` returned NaN or inf. Look for a division by zero, "
                 f"inf - inf, 0 · inf, or an exponential of a large number."
             )
+        if got.ndim == 0:
+            return (
+                f"Your `{name}` returns {float(got):.4g}, which is not the right number here. "
+                "Work through one test input by hand: which step gives a different number?"
+            )
         diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
         index = [int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape)]
         return (

@@ -1,4 +1,5 @@
-"""Exercise ``scale_factor``: the 1/√d_k of the formula, a warm-up for how exercises work.
+"""Exercises ``scale_factor`` (the number every score is multiplied by, a warm-up for how
+exercises work) and ``output_shape`` (the shape the formula produces).
 
 Lesson: ``notebooks/00_start_here.ipynb``.
 """
@@ -18,20 +19,32 @@ def cases() -> list[Case]:
 
 MISTAKES = (
     Mistake(
-        "You returned √d_k itself. The scores are *divided* by √d_k, so the factor they "
-        "are multiplied by is its reciprocal, `1 / np.sqrt(d_k)`.",
+        "You returned √d_k itself, the number the scores are divided *by*. Multiplying by "
+        "which number has the same effect as dividing by √d_k?",
         lambda d_k: np.sqrt(d_k),
     ),
     Mistake(
-        "You returned 1/d_k: that divides by d_k, not by its square root. Use `1 / np.sqrt(d_k)`.",
+        "You returned 1/d_k: multiplying by it divides the scores by d_k itself. What does "
+        "the formula divide them by?",
         lambda d_k: 1 / d_k,
     ),
     # `d_k ** -1/2` and `1 / d_k ** 1/2` give the same number, so one message names both.
     Mistake(
         "Python read `d_k ** -1/2` as `(d_k ** -1) / 2`, because ** binds tighter than /. "
-        "Write `d_k ** -0.5` or `1 / np.sqrt(d_k)`. (`1 / d_k ** 1/2` is read the same "
-        "way, as `(1 / d_k) / 2`.)",
+        "Where do brackets (or a decimal) go so that the whole −½ is the power? "
+        "(`1 / d_k ** 1/2` is read the same way, as `(1 / d_k) / 2`.)",
         lambda d_k: d_k**-1 / 2,
+    ),
+    Mistake(
+        "Your function returns 0 because `//` is floor division: it rounds down to a whole "
+        "number, so `1 // 2` is 0. Which operator divides without rounding?",
+        lambda d_k: 1 // np.sqrt(d_k),
+    ),
+    Mistake(
+        "Your function returns 0.5 whatever d_k is: the right number for the tiny "
+        "example's d_k = 4, but not for other lengths. Does your function use its "
+        "argument `d_k`?",
+        lambda d_k: 0.5,
     ),
 )
 
@@ -63,30 +76,44 @@ def shape_cases() -> list[Case]:
     ]
 
 
-_SHAPES = (
-    "Follow the shapes: Q Kᵀ is (n_q, d_k) @ (d_k, n_k) → (n_q, n_k); the softmax keeps "
-    "that shape; then (n_q, n_k) @ V (n_k, d_v) → (n_q, d_v)."
-)
-
+# Each message names what is wrong and asks a question; the full chain of shapes is left
+# to `solution("output_shape")`.
 SHAPE_MISTAKES = (
     Mistake(
-        "That is the shape of the scores and of the weights, one row per query and one "
-        f"column per key. The last step multiplies the weights by V. {_SHAPES}",
+        "That is the shape of the weights, one row per query and one column per key. The "
+        "last step multiplies the weights by V: what does that product do to the number of "
+        "columns?",
         lambda n_q, n_k, d_k, d_v: (n_q, n_k),
     ),
     Mistake(
-        "The output's rows are mixtures of value rows, so they have the values' length "
-        f"d_v, not the keys' length d_k. {_SHAPES}",
+        "Your number of rows is right, but your columns are the length of a query or key, "
+        "d_k. Each output row is a mix of value rows: how long is one value row?",
         lambda n_q, n_k, d_k, d_v: (n_q, d_k),
     ),
     Mistake(
-        "There is one output row per query, not per key: each query gets its own mixture "
-        f"of the values. {_SHAPES}",
+        "Your number of columns is right, but you gave one output row per key. Which get "
+        "their own mix of the values: the queries or the keys?",
         lambda n_q, n_k, d_k, d_v: (n_k, d_v),
     ),
     Mistake(
-        f"Your two numbers are the right ones, in the wrong order: rows first. {_SHAPES}",
+        "Your two numbers are the right ones, in the wrong order. In a shape, which comes "
+        "first, and what is one row of the output?",
         lambda n_q, n_k, d_k, d_v: (d_v, n_q),
+    ),
+    Mistake(
+        "That is the shape of K. Which matrix decides how many rows the output has, and "
+        "which decides how long each row is?",
+        lambda n_q, n_k, d_k, d_v: (n_k, d_k),
+    ),
+    Mistake(
+        "Your number of columns is right, but you used it for the rows too. How many rows "
+        "do the weights have, and does multiplying them by V change that?",
+        lambda n_q, n_k, d_k, d_v: (d_v, d_v),
+    ),
+    Mistake(
+        "Your number of rows is right, but you used it for the columns too: the output is "
+        "not square. Each output row is a mix of value rows: how long is one value row?",
+        lambda n_q, n_k, d_k, d_v: (n_q, n_q),
     ),
 )
 

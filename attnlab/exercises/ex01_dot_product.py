@@ -1,5 +1,7 @@
-"""Exercises ``cross_scores`` (the raw scores between two sequences, from their embeddings
-and the two projections) and ``score_matrix`` (the d × d matrix that compares tokens).
+"""Exercises ``best_key`` (of all keys of a given length, the one that scores highest with
+q: q·k = ‖q‖ ‖k‖ cos θ is largest at θ = 0), ``cross_scores`` (the raw scores between two
+sequences, from their embeddings and the two projections) and ``score_matrix`` (the d × d
+matrix that compares tokens).
 
 Lesson: ``notebooks/01_dot_product.ipynb``.
 """
@@ -12,6 +14,97 @@ from .arrays import ArrayCheck, Case, Mistake, readable, softmax_rows
 from .registry import register
 
 LESSON = "notebooks/01_dot_product.ipynb"
+
+
+# ---------------------------------------------------------- exercise: best_key
+
+
+def best_key_cases() -> list[Case]:
+    # q of several sizes and lengths, some entries negative; the wanted length is never
+    # ‖q‖ or 1, so that a key of the wrong length shows.
+    return [
+        Case("q = (3, 4), length 2", {"q": np.array([3.0, 4.0]), "length": 2.0}),
+        Case("q = (1, -2, 2), length 6", {"q": np.array([1.0, -2.0, 2.0]), "length": 6.0}),
+        Case(
+            "q = (-0.5, 0.5, 0.5, -0.5), length 3",
+            {"q": np.array([-0.5, 0.5, 0.5, -0.5]), "length": 3.0},
+        ),
+    ]
+
+
+def _along_q_hint(got, want, inputs):
+    """A key no named mistake explains: say whether its direction or its length is off."""
+    q, length = inputs["q"], float(inputs["length"])
+    if got.shape != want.shape or not np.isfinite(got).all():
+        return None
+    size = float(np.linalg.norm(got))
+    if size == 0:
+        return None
+    cos = float(got @ q) / (size * float(np.linalg.norm(q)))
+    if cos > 1 - 1e-6:
+        return (
+            f"Your key points exactly the way q does, but its length is {size:.4g}, not "
+            f"{length:g}. How do you change a vector's length without turning it?"
+        )
+    angle = float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
+    return (
+        f"Your key is {angle:.0f}° away from q, so cos θ = {cos:.3f} and its score is "
+        f"{float(got @ q):.4g}. For a fixed length, which angle gives the largest cos θ, "
+        "and so which direction must the key have?"
+    )
+
+
+BEST_KEY_MISTAKES = (
+    Mistake(
+        "Your key is q itself. It points the right way, but its length is ‖q‖, not the "
+        "`length` asked for. How do you give a vector the length you want without turning "
+        "it?",
+        lambda q, length: q,
+    ),
+    Mistake(
+        "Your key points the right way, but it is `length` times q, so its length is "
+        "length · ‖q‖. Which vector along q has length exactly 1, before you stretch it?",
+        lambda q, length: length * q,
+    ),
+    Mistake(
+        "Your key points the right way and has length 1: the `length` is missing. What do "
+        "you multiply a length-1 vector by to make it `length` long?",
+        lambda q, length: q / np.linalg.norm(q),
+    ),
+    Mistake(
+        "Your key points exactly away from q: θ = 180°, cos θ = −1, so it gives the LOWEST "
+        "score of all keys of this length. Which angle gives the highest?",
+        lambda q, length: -length * q / np.linalg.norm(q),
+    ),
+    Mistake(
+        "You divided q by ‖q‖², its squared length, so your key is length/‖q‖ long. Which "
+        "number makes q / (that number) exactly 1 long?",
+        lambda q, length: length * q / (q @ q),
+    ),
+    Mistake(
+        "You divided q by the sum of its entries. That is not its length (entries can be "
+        "negative, and the length squares them): what is ‖q‖ in NumPy?",
+        lambda q, length: length * q / q.sum(),
+    ),
+)
+
+register(
+    LESSON,
+    solutions.best_key,
+    "best_key(q, length) -> the key of that length with the largest score q·k, shape like q",
+    ArrayCheck(
+        best_key_cases,
+        reference=solutions.best_key,
+        shape_rule="a key has as many entries as the query q, (d_k,)",
+        mistakes=BEST_KEY_MISTAKES,
+        hints=(_along_q_hint,),
+        # The expected key would show the rule: each is q rescaled.
+        show_expected=False,
+    ),
+)
+
+
+# ------------------------------------------------------- exercise: cross_scores
 
 
 def cross_scores_reference(X_q, X_kv, W_Q, W_K):

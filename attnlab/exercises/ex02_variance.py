@@ -1,5 +1,6 @@
-"""Exercises ``scaled_scores`` (Q Kᵀ / √d_k) and ``std_512``, a number: the standard
-deviation of q·k for d_k = 512, which the learner assigns to ``answer_std_512``.
+"""Exercises ``scaled_scores`` (Q Kᵀ / √d_k); ``std_512``, a number: the standard
+deviation of the difference q·k₁ − q·k₂ of two scores of the same query for d_k = 512,
+which the learner assigns to ``answer_std_512``; and ``uniform_score_variance(d_k)``.
 
 Lesson: ``notebooks/02_variance.ipynb``.
 """
@@ -48,7 +49,7 @@ MISTAKES = (
         lambda Q, K: Q @ K.T,
     ),
     Mistake(
-        f"You divided by d_k instead of √d_k (use `np.sqrt(d_k)`): {_WHY}.",
+        f"You divided by d_k instead of √d_k: {_WHY}. Which NumPy function takes a square root?",
         lambda Q, K: Q @ K.T / Q.shape[-1],
     ),
     Mistake(
@@ -77,8 +78,14 @@ MISTAKES = (
     ),
     Mistake(
         "Your scaled scores are transposed: you computed K Qᵀ / √d_k, with one row per key. "
-        "Row i belongs to query i: `Q @ K.T / np.sqrt(d_k)`.",
+        "Row i should belong to query i: which matrix has to come first in the product?",
         lambda Q, K: K @ Q.T / np.sqrt(Q.shape[-1]),
+    ),
+    Mistake(
+        "Your result has NaN where a score is negative: the square root was taken of the "
+        "scores themselves, and the square root of a negative number is not a real number "
+        "(NumPy gives NaN). Only d_k belongs under the root; where do your brackets close?",
+        lambda Q, K: np.sqrt(Q @ K.T / Q.shape[-1]),
     ),
 )
 
@@ -98,17 +105,33 @@ register(
 # ------------------------------------------------------------------ std_512
 
 D_K = 512
-# Two decimals are enough (√512 rounded to 22.6 or 22.63 passes); 22 or 23 is too coarse.
+# The answer, √(2 d_k) = 32, is a whole number: a value off by more than this is a slip.
 TOLERANCE = 0.05
-_STD = math.sqrt(D_K)
+_STD = math.sqrt(2 * D_K)
+_ONE = math.sqrt(D_K)  # the standard deviation of one score q·k
 _RULE = (
-    f"For d_k = {D_K} entries of variance 1, Var(q·k) = d_k, and the standard deviation is "
-    f"the square root of the variance."
+    "Write the difference as one dot product, q·k₁ − q·k₂ = q·(k₁ − k₂). What are the mean "
+    "and the variance of one entry of k₁ − k₂? Then Section 7's rule Var(q·k) = σ_q² σ_k² d_k "
+    "gives the variance, and the standard deviation is its square root."
 )
 
 
 def slips() -> list[Slip]:
     found = [
+        Slip(
+            _ONE,
+            f"That is √{D_K}, the standard deviation of ONE score q·k. The question asks about "
+            "the difference of two scores, q·k₁ − q·k₂. Is a difference of two random "
+            "numbers more spread out than either of them, or less? " + _RULE,
+            TOLERANCE,
+        ),
+        Slip(
+            2 * _ONE,
+            f"That is 2·√{D_K}: you added the two standard deviations (or took √(4·d_k)). "
+            "Standard deviations do not add; variances do, when the covariance is 0. Is "
+            "Cov(q·k₁, q·k₂) zero, even though both scores share q?",
+            TOLERANCE,
+        ),
         Slip(
             -_STD,
             "A standard deviation is never negative: it is the square root of the variance, "
@@ -116,81 +139,100 @@ def slips() -> list[Slip]:
             TOLERANCE,
         ),
         Slip(
-            float(D_K),
-            f"That is the variance of q·k, not its standard deviation. The variance is d_k = "
-            f"{D_K}; the standard deviation is its square root (`np.sqrt`).",
-            0.01 * D_K,
-        ),
-        Slip(
-            D_K / 2,
-            f"That is d_k / 2. Did you write `{D_K} ** 1/2`? Python reads it as "
-            f"`({D_K} ** 1) / 2`, because powers bind tighter than division. Write "
-            f"`{D_K} ** 0.5` or `np.sqrt({D_K})`.",
-            0.01 * D_K,
-        ),
-        Slip(
-            float(D_K) ** 2,
-            f"That is d_k squared. The variance is d_k = {D_K}, and the standard deviation is "
-            f"its square root, not its square.",
-            0.01 * D_K**2,
-        ),
-        Slip(
-            1 / _STD,
-            "That is 1/√d_k, the factor the scores are multiplied by, not the spread of q·k. "
-            + _RULE,
-            0.002,
-        ),
-        Slip(
             0.0,
-            "0 is the mean of q·k (positive and negative products cancel on average), not its "
-            "spread. The standard deviation measures how far q·k typically lands from 0. " + _RULE,
+            "0 would mean the difference never changes. The shared q does not cancel: "
+            "q·k₁ − q·k₂ = q·(k₁ − k₂), and k₁ − k₂ is a random vector, not zero. "
+            "How spread out is one of its entries?",
+            0.01,
+        ),
+        Slip(
+            2.0 * D_K,
+            f"That is the variance of the difference, 2·d_k = {2 * D_K}. The question asks for "
+            "its standard deviation: what turns a variance into a standard deviation?",
+            0.01 * D_K,
+        ),
+        Slip(
+            float(D_K),
+            f"{D_K} is the variance of one score q·k, and it is not a standard deviation. "
+            "The difference of two scores has its own variance: do the two scores' "
+            "variances add, or cancel? Then take the square root.",
+            0.01 * D_K,
+        ),
+        Slip(
+            4.0 * D_K,
+            f"That is 4·d_k = (√{D_K} + √{D_K})²: the standard deviations added, then squared. "
+            "For uncorrelated numbers the variances add, not the standard deviations; and "
+            "the question asks for a standard deviation.",
+            0.01 * D_K,
+        ),
+        Slip(
+            _ONE / math.sqrt(2),
+            f"That is √{D_K} / √2 = √{D_K // 2}. Does subtracting a second random score make "
+            "the result less spread out, or more? Write the variance of a difference of two "
+            "uncorrelated numbers.",
+            TOLERANCE,
+        ),
+        Slip(
+            math.sqrt(2),
+            "√2 is the standard deviation of the difference after dividing both scores by "
+            f"√d_k. The question asks about the raw scores, before dividing by √{D_K}.",
             0.01,
         ),
         Slip(
             1.0,
-            "1 is the standard deviation of the scaled scores q·k / √d_k. The question asks "
-            "about q·k itself, before dividing: how spread out are the raw dot products?",
-            TOLERANCE,
+            "1 is the standard deviation of one scaled score q·k / √d_k. The question asks "
+            "about the difference of two raw scores, q·k₁ − q·k₂.",
+            0.01,
+        ),
+        Slip(
+            1 / _STD,
+            "That number is below 1, and the spread of q·k₁ − q·k₂ grows with d_k rather "
+            "than shrinking. " + _RULE,
+            0.002,
         ),
     ]
-    # √d_k for another common d_k, such as the lesson's d_k = 64.
+    # √d for another common d_k, such as the lesson's d_k = 64 (√2, √256, √512, √2048 have
+    # their own messages above, and √1024 is the answer).
     found += [
         Slip(
             math.sqrt(d),
-            f"That is √{d}, the standard deviation of q·k for d_k = {d}. The question "
-            f"asks about d_k = {D_K}.",
+            f"That is √{d}. The question is about d_k = {D_K}, and about the difference of "
+            f"two scores. " + _RULE,
             min(TOLERANCE, 0.005 * math.sqrt(d)),
         )
         for d in (2**i for i in range(1, 13))
-        if d != D_K
+        if d not in (2, D_K // 2, D_K, 2 * D_K, 4 * D_K)
     ]
-    close = (
-        f"Close, but not close enough: √{D_K} is not a whole number. Give at least two "
-        f"decimals, or let NumPy compute it: `np.sqrt({D_K})`."
+    measured = (
+        "That looks like a measured value: it is within a few percent of the answer, but the "
+        "question asks for the exact standard deviation, which follows from the variances "
+        "alone. " + _RULE
     )
-    return [*found, Slip(_STD, close, 1.0)]
+    return [*found, Slip(_STD, measured, 0.06 * _STD)]
 
 
 def _passed(value: float) -> str:
     return (
-        f"Right: the standard deviation of q·k for d_k = {D_K} is √{D_K} ≈ {_STD:.2f} (you "
-        f"gave {value:g}). Its variance is {D_K}; dividing the scores by √{D_K} brings the "
-        f"standard deviation back to 1."
+        f"Right: q·k₁ − q·k₂ = q·(k₁ − k₂), whose entries have variance 1 · 2, so its "
+        f"variance is 2·d_k = {2 * D_K} and its standard deviation √{2 * D_K} = {_STD:g} "
+        f"(you gave {value:g}), √2 times the spread of one score. Softmax only sees such "
+        f"differences; after dividing by √{D_K}, their standard deviation is √2 ≈ 1.41."
     )
 
 
 register(
     LESSON,
     solutions.std_512,
-    f"answer_std_512 = a number: the standard deviation of q·k for d_k = {D_K}",
+    f"answer_std_512 = a number: the standard deviation of q·k₁ − q·k₂ for d_k = {D_K}",
     NumberCheck(
         _STD,
         TOLERANCE,
         slips,
         _passed,
         generic_hint=_RULE,
-        what="the standard deviation of q·k",
-        many_hint="If you measured it from samples, `np.std(samples)` turns them into one.",
+        what="the standard deviation of q·k₁ − q·k₂",
+        many_hint="If you measured it from samples, `np.std(samples)` turns them into one; "
+        "but the question asks for the exact value.",
     ),
 )
 
@@ -228,7 +270,42 @@ UNIFORM_MISTAKES = (
         f"[0, 1]; [−1, 1] has width 2. {_UNIFORM}.",
         lambda d_k: d_k / 144,
     ),
+    Mistake(
+        "That is d_k / 12: a variance of 1/12 per product. Two things to look at: what is "
+        "the width of [−1, 1], and how many factors of σ² does one product q_i k_i carry?",
+        lambda d_k: d_k / 12,
+    ),
+    Mistake(
+        "That is 2·d_k / 3: you added the two variances, σ_q² + σ_k² = 1/3 + 1/3. For a "
+        "product of independent numbers with mean 0, do the variances add or multiply? "
+        "(Section 7 derived it.)",
+        lambda d_k: 2 * d_k / 3,
+    ),
+    Mistake(
+        "That is (d_k / 3)², so d_k got squared too. Each of the d_k products q_i k_i has "
+        "variance σ_q² σ_k², and their variances add up: how often does d_k appear then?",
+        lambda d_k: (d_k / 3) ** 2,
+    ),
+    Mistake(
+        "Your number is rounded down to a whole number: `//` is floor division. "
+        "A variance need not be a whole number; which division keeps the fraction?",
+        lambda d_k: d_k // 9,
+    ),
 )
+
+
+def _estimate_hint(got: np.ndarray, want: np.ndarray, inputs: dict) -> str | None:
+    # An answer within a few percent that matches no slip is most likely a simulation.
+    if got.shape != () or not np.isfinite(got.astype(np.float64)) or float(want) == 0:
+        return None
+    if abs(float(got) / float(want) - 1) <= 0.05:
+        return (
+            "Your number is within a few percent of the right one but not equal to it: it "
+            "looks like an estimate from random samples. The function should return the "
+            "exact variance; derive it from the variance of one uniform entry."
+        )
+    return None
+
 
 register(
     LESSON,
@@ -239,5 +316,8 @@ register(
         reference=solutions.uniform_score_variance,
         shape_rule="one number for one d_k",
         mistakes=UNIFORM_MISTAKES,
+        hints=(_estimate_hint,),
+        # The expected number (1 for d_k = 9) would give the formula away.
+        show_expected=False,
     ),
 )

@@ -180,7 +180,9 @@ register(
 def divisor_cases() -> list[Case]:
     # The first case has σ_q = σ_k = 1, so a slip in the square root or in the target is
     # named before the spread of the entries comes in. After it, targets other than 1,
-    # d_k that are not squares and σ_q ≠ σ_k, so each slip gives its own number.
+    # d_k that are not squares and σ_q ≠ σ_k, so each slip gives its own number. (A slip
+    # that first shows on the σ_q = σ_k case, such as keeping σ_q alone, is told apart
+    # from its look-alikes on the σ_q ≠ σ_k case: the checker tests it there too.)
     rows = [
         (128, 4.0, 1.0, 1.0),
         (512, 0.25, 0.4, 0.4),
@@ -210,6 +212,30 @@ DIVISOR_MISTAKES = (
         "You left out the spread of the entries: your τ is right only when σ_q = σ_k = 1. "
         f"Wider entries make wider scores, which need a larger divisor. {_RULE}.",
         lambda d_k, v, sq, sk: np.sqrt(d_k / v),
+    ),
+    Mistake(
+        "Your τ carries the spread of the queries' entries, σ_q, but not that of the keys' "
+        "entries: wider keys make wider scores too, so σ_k belongs in τ as well. "
+        f"{_RULE}.",
+        lambda d_k, v, sq, sk: sq * np.sqrt(d_k / v),
+    ),
+    Mistake(
+        "Your τ carries the spread of the keys' entries, σ_k, but not that of the queries' "
+        "entries: wider queries make wider scores too, so σ_q belongs in τ as well. "
+        f"{_RULE}.",
+        lambda d_k, v, sq, sk: sk * np.sqrt(d_k / v),
+    ),
+    Mistake(
+        "You used the average of σ_q and σ_k. Both spreads enter Var(q·k), but how: "
+        "added, or multiplied? Look again at lesson 02's formula (Section 7). "
+        f"{_RULE}.",
+        lambda d_k, v, sq, sk: (sq + sk) / 2 * np.sqrt(d_k / v),
+    ),
+    Mistake(
+        "sigma_q and sigma_k are standard deviations, and you used them as variances: "
+        "an entry with standard deviation σ has variance σ². "
+        f"{_RULE}.",
+        lambda d_k, v, sq, sk: np.sqrt(sq * sk * d_k / v),
     ),
     Mistake(
         "You multiplied by σ_q² σ_k² after taking the square root: the variance carries "
@@ -303,8 +329,8 @@ def _entropy_hint(got, want, inputs):
     if abs(reached - inputs["target"]) < 0.01:
         return (
             f"Close: your τ = {got:.6g} gives entropy {reached:.4f} nats, near the target "
-            f"{inputs['target']:g}, but τ should be right to within 1 part in 10,000 "
-            f"(here {want.ravel()[0]:.6g}). How narrow is your interval when you stop?"
+            f"{inputs['target']:g}, but τ should be right to within 1 part in 10,000, and "
+            "yours is further off. How narrow is your interval when you stop?"
         )
     direction = "too sharp: raise τ" if reached < inputs["target"] else "too flat: lower τ"
     return (

@@ -26,15 +26,30 @@ from .registry import register
 LESSON = "notebooks/04_softmax.ipynb"
 
 _SHIFT = (
-    "Subtract each row's maximum first, `x - x.max(axis=-1, keepdims=True)`: that leaves "
-    "the result unchanged (the factor exp(-max) cancels) and keeps every exponent ≤ 0."
+    "Softmax doesn't change when you subtract the same number from a whole row (the factor "
+    "exp(-that number) cancels). Which number, subtracted from each row, keeps every "
+    "exponent ≤ 0?"
 )
 
 # ---------------------------------------------------------------- softmax
 
 _UNNORMALISED = (
-    "You forgot to divide by the row sums: exponentials alone aren't probabilities. "
-    "Divide each row by its sum, `e / e.sum(axis=-1, keepdims=True)`, so it adds up to 1."
+    "Your rows don't sum to 1: exponentials alone aren't probabilities yet. What could you "
+    "divide each row by so that it adds up to 1?"
+)
+
+_WHOLE_SUM = (
+    "You divided by the sum of the whole array, so the entire array sums to 1 instead of "
+    "each row. Along which axis should the sum run, so that each row is divided by its own "
+    "total?"
+)
+
+_NO_KEEPDIMS = (
+    "Each row should be shifted by its own maximum and divided by its own sum, but "
+    "`.max(axis=-1)` and `.sum(axis=-1)` give a 1-D array of shape (n,), and NumPy lines a "
+    "1-D array up with the *last* axis: entry (i, j) meets row j's number, not row i's. How "
+    "can you keep each row's number as a column of shape (n, 1)? (What does the `keepdims` "
+    "argument do?)"
 )
 
 
@@ -63,9 +78,8 @@ def softmax_cases() -> list[Case]:
 
 SOFTMAX_MISTAKES = (
     Mistake(
-        "Your softmax normalises each column (axis 0) instead of each row. Use `axis=-1` "
-        "(the last axis) with `keepdims=True` in both the max and the sum, so that every "
-        "row becomes a probability distribution.",
+        "Your softmax normalises each column (axis 0) instead of each row. Which axis holds "
+        "the keys of one row, and do your max and your sum both run along it?",
         softmax_columns,
     ),
     Mistake(
@@ -74,53 +88,43 @@ SOFTMAX_MISTAKES = (
         softmax_unshifted,
     ),
     Mistake(
-        "You subtracted the maximum of the whole array instead of each row's maximum. A row "
-        "far below it underflows: exp(-20000) is 0 and 0 / 0 is NaN. Subtract each row's "
-        "own maximum, `x.max(axis=-1, keepdims=True)`.",
+        "You subtracted one maximum for the whole array instead of one per row. A row far "
+        "below it underflows: exp(-20000) is too small for floating point and becomes 0, so "
+        "the row is 0 / 0 = NaN. Each row may be shifted by a number of its own: which one "
+        "puts that row's largest exponent at exactly 0?",
         lambda x: _rows_sum_to_one(np.exp(x - x.max())),
     ),
     Mistake(
-        "You subtracted each column's maximum (axis 0) instead of each row's. Softmax stays "
-        "the same only when one number is subtracted from a whole row; a different number "
-        "per column changes the result. Use `x.max(axis=-1, keepdims=True)`.",
+        "You subtracted each column's maximum (axis 0) instead of each row's. Softmax "
+        "ignores one number subtracted from a whole row, but a different number in each "
+        "column changes the weights. Along which axis do the entries of one row lie?",
         lambda x: _rows_sum_to_one(np.exp(x - x.max(axis=0, keepdims=True))),
     ),
+    Mistake(_WHOLE_SUM, lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum()),
+    Mistake(_WHOLE_SUM, lambda x: softmax_unnormalised(x) / softmax_unnormalised(x).sum()),
+    Mistake(_UNNORMALISED, softmax_unnormalised),
+    Mistake(_UNNORMALISED, np.exp),
     Mistake(
-        "You divided by the sum of the whole array, so the entire array sums to 1 instead of "
-        "each row. Sum along the last axis: `e.sum(axis=-1, keepdims=True)`.",
-        lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum(),
-    ),
-    Mistake(
-        _UNNORMALISED,
-        softmax_unnormalised,
-    ),
-    Mistake(
-        _UNNORMALISED,
-        np.exp,
-    ),
-    Mistake(
-        "A sum without `keepdims=True`: `e.sum(axis=-1)` has shape (n,), which broadcasts "
-        "along the wrong axis, so column j is divided by row j's sum. Use "
-        "`e.sum(axis=-1, keepdims=True)` (or `[:, None]`) to keep it a column.",
+        _NO_KEEPDIMS,
         lambda x: softmax_unnormalised(x) / softmax_unnormalised(x).sum(axis=-1),
     ),
+    Mistake(_NO_KEEPDIMS, lambda x: _rows_sum_to_one(np.exp(x - x.max(axis=-1)))),
     Mistake(
-        "A max without `keepdims=True`: `x.max(axis=-1)` has shape (n,), which broadcasts "
-        "along the wrong axis: entry (i, j) gets row j's maximum subtracted. Use "
-        "`x.max(axis=-1, keepdims=True)` (or `[:, None]`) to keep it a column.",
-        lambda x: _rows_sum_to_one(np.exp(x - x.max(axis=-1))),
+        _NO_KEEPDIMS,
+        lambda x: np.exp(x - x.max(axis=-1)) / np.exp(x - x.max(axis=-1)).sum(axis=-1),
     ),
 )
 
 
 _softmax_overflow_hint = overflow_hint(
-    "Your softmax returned NaN or inf on rows with large entries: exp(10000) "
-    "overflows to inf (and exp(-10000) underflows to 0). " + _SHIFT,
+    "Your softmax returned NaN or inf on rows with large entries: exp(10000) overflows to "
+    "inf, and exp(-10000) underflows (is too small for floating point and becomes 0). " + _SHIFT,
     lambda inputs: np.abs(inputs["x"]).max(),
 )
 
 
 def _softmax_sum_hint(got, want, inputs):
+    dtype = got.dtype
     got = got.astype(np.float64)
     if got.shape != want.shape or got.ndim != 2 or not np.isfinite(got).all():
         return None
@@ -131,10 +135,17 @@ def _softmax_sum_hint(got, want, inputs):
         return None
     if np.allclose(got.sum(axis=0), 1.0, atol=1e-4):
         return (
-            "Your softmax's columns sum to 1, but its rows should: normalise along the last "
-            "axis, `axis=-1`."
+            "Your softmax's columns sum to 1, but its rows should. Along which axis do the "
+            "entries of one row lie?"
         )
-    sums = np.array2string(np.round(rows, 3), precision=3, suppress_small=True)
+    # Enough digits to show the gap even when it is a float16 rounding error.
+    sums = np.array2string(rows, precision=6, floatmode="maxprec", suppress_small=True)
+    if dtype.kind == "f" and dtype.itemsize < 4:
+        return (
+            f"Each row of a softmax sums to 1, but your rows sum to {sums}. Your result is "
+            f"{dtype}, which keeps only about 3 significant digits. Where does your code "
+            "change the dtype, and which dtype did x have?"
+        )
     return f"Each row of a softmax sums to 1, but your rows sum to {sums}."
 
 
@@ -144,61 +155,78 @@ def _softmax_sum_hint(got, want, inputs):
 def jacobian_cases() -> list[Case]:
     rng = np.random.default_rng(414)
     return [
-        Case("p = [0.2, 0.3, 0.5]", {"p": np.array([0.2, 0.3, 0.5])}),
-        Case("p of length 5", {"p": softmax_rows(readable(rng, 5))}),
-        Case("a one-hot p = [0, 1, 0, 0]", {"p": np.array([0.0, 1.0, 0.0, 0.0])}),
-        Case("a uniform p of length 4", {"p": np.full(4, 0.25)}),
+        Case(
+            "P (2×3), rows [0.2, 0.3, 0.5] and [0.6, 0.3, 0.1]",
+            {"P": np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]])},
+        ),
+        Case("P (4×5) of softmax rows", {"P": softmax_rows(readable(rng, 4, 5))}),
+        Case(
+            "P (2×4), a one-hot row and a uniform row",
+            {"P": np.array([[0.0, 1.0, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]])},
+        ),
+        Case("a single row, P (1×3)", {"P": np.array([[0.5, 0.25, 0.25]])}),
     ]
 
 
-_JACOBIAN = "J = `np.diag(p) - np.outer(p, p)`, i.e. J[i, j] = p_i (δ_ij - p_j)"
+def _products(P: np.ndarray) -> np.ndarray:
+    """p_i p_j for each row of P: (n, m) → (n, m, m)."""
+    return P[:, :, None] * P[:, None, :]
+
+
+def _diagonal(P: np.ndarray) -> np.ndarray:
+    """diag(p) for each row of P: (n, m) → (n, m, m)."""
+    return np.eye(P.shape[-1]) * P[:, None, :]
+
 
 JACOBIAN_MISTAKES = (
     Mistake(
-        "Your Jacobian is missing the diagonal term diag(p): on the diagonal, ∂p_i/∂x_i = "
-        f"p_i (1 - p_i) has an extra p_i, because x_i appears in p_i's numerator. {_JACOBIAN}.",
-        lambda p: -np.outer(p, p),
+        "Your Jacobians are missing a term on the diagonal: x_i appears in p_i's own "
+        "numerator, so ∂p_i/∂x_i has something extra that ∂p_i/∂x_j (j ≠ i) has not. What "
+        "is it?",
+        lambda P: -_products(P),
     ),
     Mistake(
-        "Your Jacobian has the sign flipped: you computed p pᵀ - diag(p). Raising x_i raises "
-        f"p_i, so the diagonal is positive. {_JACOBIAN}.",
-        lambda p: np.outer(p, p) - np.diag(p),
+        "Your Jacobians have the sign flipped. Raising x_i raises p_i: should the diagonal "
+        "be positive or negative?",
+        lambda P: _products(P) - _diagonal(P),
     ),
     Mistake(
-        "You returned p pᵀ only. The Jacobian is diag(p) minus that outer product: raising x_i "
-        f"raises p_i and lowers every other p_j. {_JACOBIAN}.",
-        lambda p: np.outer(p, p),
+        "You returned the products p_i p_j only. Raising x_i raises p_i and lowers every "
+        "other weight: which of your entries should be negative, and what belongs on the "
+        "diagonal?",
+        _products,
     ),
     Mistake(
-        "You returned diag(p) only and forgot to subtract p pᵀ: raising x_i lowers every "
-        f"other p_j, because the probabilities still sum to 1. {_JACOBIAN}.",
-        np.diag,
+        "Your Jacobians have p_i on the diagonal and 0 everywhere else. Raising one score "
+        "lowers every other weight, because each row still sums to 1. So what is ∂p_i/∂x_j "
+        "for j ≠ i, and what does that take away on the diagonal too?",
+        _diagonal,
     ),
     Mistake(
-        "Your Jacobian has only its diagonal, p_i (1 - p_i). The off-diagonal entries are "
-        f"∂p_i/∂x_j = -p_i p_j: raising one score lowers every other probability. {_JACOBIAN}.",
-        lambda p: np.diag(p - p * p),
+        "Your Jacobians have only their diagonal, p_i (1 - p_i). Raising x_j lowers every "
+        "other weight p_i: what is ∂p_i/∂x_j for j ≠ i?",
+        lambda P: np.eye(P.shape[-1]) * (P - P * P)[:, None, :],
     ),
     Mistake(
-        "You returned only the diagonal entries p (1 - p) as a vector. The Jacobian is the "
-        f"full n × n matrix of ∂p_i/∂x_j. {_JACOBIAN}.",
-        lambda p: p * (1 - p),
+        "You returned p_i (1 - p_i) for each weight, shape (n, m): only the diagonals. "
+        "Each row of P needs its whole m × m matrix of ∂p_i/∂x_j.",
+        lambda P: P * (1 - P),
     ),
     Mistake(
-        "You subtracted `p @ p.T`, but for a 1-D p, `.T` changes nothing and `p @ p` is the "
-        f"single number p·p. Use the outer product, `np.outer(p, p)`. {_JACOBIAN}.",
-        lambda p: np.diag(p) - p @ p,
+        "Your diagonal is 1 - p_i², but ∂p_i/∂x_i is p_i times something. Where you used "
+        "the identity matrix, what should stand on the diagonal?",
+        lambda P: np.eye(P.shape[-1]) - _products(P),
     ),
     Mistake(
-        "You subtracted `p * p`, which is elementwise (p_j², broadcast over the rows), not "
-        f"the outer product p pᵀ. Use `np.outer(p, p)` or `p[:, None] * p[None, :]`. "
-        f"{_JACOBIAN}.",
-        lambda p: np.diag(p) - p * p,
+        "You subtracted p_j² (the same row of squares in every row of J), not the products "
+        "p_i p_j. Which product has one index from the row of J and one from the column?",
+        lambda P: _diagonal(P) - (P * P)[:, None, :],
     ),
     Mistake(
-        "You used the identity matrix where diag(p) belongs: ∂p_i/∂x_i = p_i (1 - p_i), not "
-        f"1 - p_i². {_JACOBIAN}.",
-        lambda p: np.eye(p.shape[0]) - np.outer(p, p),
+        "Your diagonal is right, but off the diagonal you have p_i (1 - p_j), which is "
+        "positive, while raising x_j should lower p_i. Where does the Kronecker delta δ_ij "
+        "belong?",
+        lambda P: P[:, :, None] * (1 - P[:, None, :]),
     ),
 )
 
@@ -207,15 +235,16 @@ def _jacobian_hint(got, want, inputs):
     if got.shape != want.shape:
         return None
     got = got.astype(np.float64)
-    if not np.allclose(got, got.T, atol=1e-6):
+    if not np.allclose(got, np.swapaxes(got, -1, -2), atol=1e-6):
         return (
-            "Your Jacobian isn't symmetric, but J[i, j] = p_i (δ_ij - p_j) equals J[j, i]. "
-            f"{_JACOBIAN}."
+            "One of your Jacobians isn't symmetric, but J[i, j] = p_i (δ_ij - p_j) equals "
+            "J[j, i]. Which of your terms has its two indices the wrong way round, or mixes "
+            "up rows of P?"
         )
     if not np.allclose(got.sum(axis=-1), 0.0, atol=1e-6):
         return (
-            "The rows of your Jacobian don't sum to 0, but they should: adding the same "
-            f"number to every score changes no probability. {_JACOBIAN}."
+            "The rows of your Jacobians don't sum to 0, but they should: adding the same "
+            "number to every score changes no weight. Which entries are too large?"
         )
     return None
 
@@ -233,25 +262,25 @@ def mask_cases() -> list[Case]:
 
 MASK_MISTAKES = (
     Mistake(
-        "Your causal mask is transposed: True above the diagonal (the upper triangle) lets "
-        "each query see later keys. Query i is row i and may attend to keys j ≤ i: the lower "
-        "triangle, e.g. `np.tril(np.ones((n, n), dtype=bool))`.",
+        "Your causal mask is transposed: it is True above the diagonal, which lets each query "
+        "see later keys. Query i is row i and key j is column j: on which side of the "
+        "diagonal is j ≤ i?",
         lambda n: np.triu(np.ones((n, n), dtype=bool)),
     ),
     Mistake(
-        "Your causal mask leaves out the diagonal (j < i instead of j ≤ i): each token may "
-        "attend to itself, and without it the first row has no True at all, so its softmax "
-        "would be 0 / 0.",
+        "Your causal mask leaves out the diagonal (j < i instead of j ≤ i). May a token "
+        "attend to itself? Without the diagonal, the first row has no True at all, so its "
+        "softmax would be 0 / 0.",
         lambda n: np.tril(np.ones((n, n), dtype=bool), k=-1),
     ),
     Mistake(
         "Your mask is inverted: it is True at the blocked (future) positions j > i. Here True "
-        'means "may attend", so it should be True where j ≤ i.',
+        'means "may attend": where should it be True?',
         lambda n: np.triu(np.ones((n, n), dtype=bool), k=1),
     ),
     Mistake(
         "Your mask is True everywhere, so nothing is masked: query i would see keys from the "
-        "future. It should be True only where key j ≤ query i.",
+        "future. Which pairs (i, j) should stay allowed?",
         lambda n: np.ones((n, n), dtype=bool),
     ),
 )
@@ -261,8 +290,8 @@ def _additive_mask(values: np.ndarray) -> None:
     if values.dtype.kind == "f" and np.isin(values, (0.0, -np.inf)).all():
         raise Fail(
             "You returned an additive mask (0 where allowed, -inf where blocked). This "
-            "exercise asks for the bool mask, True where query i may attend to key j (j ≤ i); "
-            "`np.where(mask, 0.0, -np.inf)` turns it into the additive one when you need it."
+            "exercise asks for the bool mask, True where query i may attend to key j (j ≤ i). "
+            "Which comparison gives True and False directly?"
         )
 
 
@@ -288,25 +317,28 @@ register(
         mistakes=SOFTMAX_MISTAKES,
         hints=(_softmax_overflow_hint, _softmax_sum_hint),
         shape_hint=(
-            "`x.max(axis=-1)` and `e.sum(axis=-1)` drop the last axis; keep it with "
-            "`keepdims=True` (or add `[:, None]`) so that each row's maximum and sum line "
-            "up with that row."
+            "`.max(axis=-1)` and `.sum(axis=-1)` drop the last axis: for x of shape (n, m) "
+            "they have shape (n,), which NumPy lines up with the last axis, of length m. How "
+            "can you keep each row's maximum and sum as a column, (n, 1)? (What does the "
+            "`keepdims` argument do?)"
         ),
     ),
 )
 register(
     LESSON,
     solutions.softmax_jacobian,
-    "softmax_jacobian(p) -> J of shape (n, n), J = diag(p) - p pᵀ",
+    "softmax_jacobian(P) -> (n, m, m), the Jacobian of each softmax row of P (n, m)",
     ArrayCheck(
         jacobian_cases,
         reference=softmax_jacobian,
-        shape_rule="one row and one column per entry of p, (n, n)",
+        shape_rule="one (m, m) Jacobian for each of the n rows of P, (n, m, m)",
         mistakes=JACOBIAN_MISTAKES,
         hints=(_jacobian_hint,),
         shape_hint=(
-            "p is 1-D, shape (n,): `np.outer(p, p)` or `p[:, None] * p[None, :]` makes "
-            "the (n, n) matrix p pᵀ."
+            "`np.diag` and `np.outer` work on one 1-D row at a time (given a 2-D array, "
+            "`np.diag` even returns its diagonal instead). P is 2-D, shape (n, m): what shapes "
+            "would two views of P need so that their product broadcasts to (n, m, m), with "
+            "entry [r, i, j] equal to p_i p_j of row r?"
         ),
     ),
 )

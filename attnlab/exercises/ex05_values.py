@@ -317,8 +317,9 @@ MASK_MISTAKES = (
     ),
     Mistake(
         'Your mask is inverted: you blocked the keys marked True. Here True means "may '
-        "attend\" (PyTorch's convention). Which scores should you keep?",
-        lambda Q, K, V, mask: softmax_rows(np.where(mask, -np.inf, _scaled(Q, K))) @ V,
+        "attend\", as in PyTorch's `F.scaled_dot_product_attention` (its "
+        "`nn.MultiheadAttention` uses the opposite). Which scores should you keep?",
+        lambda Q, K, V, mask: softmax_along(np.where(mask, -np.inf, _scaled(Q, K)), -1) @ V,
     ),
     Mistake(
         "You set the blocked scores to 0 (e.g. `S * mask`). exp(0) = 1, so blocked keys "
@@ -439,6 +440,18 @@ OUTPUT_CHANGE_MISTAKES = (
         lambda A, j, delta: np.outer(np.eye(A.shape[0], A.shape[1])[:, j] * A[:, j], delta),
     ),
     Mistake(
+        "Only query j's output changed, and by the whole δ. But query j is not the only one "
+        "that reads value row j: every query with some weight on token j mixes it in. "
+        f"{_LINEAR}?",
+        lambda A, j, delta: np.outer(np.eye(A.shape[0], A.shape[1])[:, j], delta),
+    ),
+    Mistake(
+        "Your change reaches only the queries whose largest weight is on token j, and with "
+        "the whole δ: hard attention. Softmax weights share: how much of v_j does a query "
+        f"with weight A_ij on it pass on? {_LINEAR}?",
+        lambda A, j, delta: np.outer((np.argmax(A, axis=1) == j).astype(float), delta),
+    ),
+    Mistake(
         "You divided column j of A by its sum. The rows of A sum to 1 (each query shares "
         "out its attention), but its columns need not: a key can get more or less than one "
         f"query's worth of attention in total. {_LINEAR}?",
@@ -465,23 +478,34 @@ register(
 )
 # ----------------------------------------------------------- attention_by_hand
 
-# One query, three keys and values, small enough for paper: d_k = 4, so √d_k = 2. The
-# numbers are chosen so that every slip below lands at least 0.08 from every other and
-# from the answer, and so that no earlier cell of the lesson prints these weights.
+# One query, three keys and values, small enough for paper: d_k = 4, so √d_k = 2. Two of
+# the scores are negative, and the key that scores lowest carries the largest value, so
+# that how each key is handled shows in the answer. The numbers are chosen so that every
+# slip below lands at least 0.11 from every other and from the answer, and so that no
+# earlier cell of the lesson prints these weights.
 BY_HAND_Q = np.array([1.0, 1.0, 1.0, 1.0])
-BY_HAND_K = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0], [-1.0, -1.0, 0.0, 0.0]])
-BY_HAND_V = np.array([[3.0, 0.0], [0.0, 2.0], [2.0, 1.0]])
+BY_HAND_K = np.array([[1.0, 1.0, 1.0, -1.0], [0.0, 1.0, -1.0, -1.0], [-1.0, -1.0, 0.0, 0.0]])
+BY_HAND_V = np.array([[1.0, 0.0], [4.0, 2.0], [8.0, 1.0]])
 
 
-def _by_hand(divisor=2.0, weigh=softmax_rows, entry=0):
+def _by_hand(divisor=2.0, weigh=softmax_rows, entry=0, scores=None):
     """The first output entry (or ``entry``) with one stage changed, for the slips."""
-    weights = weigh(BY_HAND_K @ BY_HAND_Q / divisor)
-    return float(weights @ BY_HAND_V[:, entry])
+    raw = BY_HAND_K @ BY_HAND_Q if scores is None else np.asarray(scores, dtype=float)
+    weights = weigh(raw / divisor)
+    return float(weights @ BY_HAND_V[: len(weights), entry])
+
+
+def _last_score_changed(to):
+    """The output when the last key's scaled score is ``to(scaled, raw)`` instead."""
+    raw = BY_HAND_K @ BY_HAND_Q
+    scaled = raw / 2.0
+    scaled[-1] = to(scaled[-1], raw[-1])
+    return _by_hand(divisor=1.0, scores=scaled)
 
 
 _BY_HAND = _by_hand()
-# Weights rounded to two decimals on paper give 2.21, an answer cut to two decimals 2.18:
-# both pass. Every named slip lies at least 0.08 away.
+# Weights rounded to two decimals on paper give 2.18, an answer cut to two decimals 2.19:
+# both pass. Every named slip lies at least 0.11 away.
 _BY_HAND_TOLERANCE = 0.03
 _STAGES = (
     "The four stages: the three scores q·k_j; each divided by √d_k; the softmax "
@@ -494,7 +518,8 @@ def by_hand_slips() -> list[Slip]:
     def slip(value, message):
         return Slip(value, message, 0.004)
 
-    first_weight = float(softmax_rows(BY_HAND_K @ BY_HAND_Q / 2.0)[0])
+    raw = BY_HAND_K @ BY_HAND_Q
+    first_weight = float(softmax_rows(raw / 2.0)[0])
     return [
         slip(_by_hand(divisor=1.0), "That is the output without the division by √d_k. With "
              "d_k = 4, what do the scores become?"),
@@ -519,9 +544,21 @@ def by_hand_slips() -> list[Slip]:
         slip(_by_hand(weigh=lambda s: (s == s.max()).astype(float)), "That is v_0's first "
              "entry alone: all the weight on the best key. A softmax is soft: what share do "
              "the other two keys get?"),
-        slip(_by_hand(weigh=lambda s: np.round(softmax_rows(s), 1)), "Your weights look rounded "
-             "to one decimal, which moves the result this far. Keep at least two decimals "
-             "of each weight."),
+        slip(_by_hand(weigh=lambda s: np.round(softmax_rows(s), 1)), "Your weights look "
+             "rounded to one decimal, which moves the result this far. Keep at least two "
+             "decimals of each weight."),
+        slip(_last_score_changed(lambda scaled, raw: -scaled), f"Check the sign of q·k_2: "
+             f"k_2 = {_vector(BY_HAND_K[2])}, so does it agree with q or oppose it?"),
+        slip(_last_score_changed(lambda scaled, raw: 0.0), "You gave k_2 the score 0. "
+             "Multiply q and k_2 entry by entry and add: what do you get?"),
+        slip(_last_score_changed(lambda scaled, raw: raw), "Your k_2 score was not divided "
+             "by √d_k, while the other two were. Every score is scaled the same way."),
+        slip(_by_hand(scores=raw[:2]), "You left k_2 out. Its score is the lowest, but a "
+             "softmax still gives it a share: e to any number is positive. How much of v_2 "
+             "does that share bring in?"),
+        slip(float(softmax_rows(raw / 2.0)[:2] @ BY_HAND_V[:2, 0]), "Your sum leaves out v_2. "
+             "Its weight is the smallest, but its first entry is the largest: what does the "
+             "third term of Σ_j a_j v_j add?"),
         slip(first_weight, "That is the first *weight*, a_0, the share of k_0. The question "
              "asks for the first entry of the output z = Σ_j a_j v_j: what do the weights "
              "multiply?"),
@@ -534,16 +571,23 @@ def by_hand_slips() -> list[Slip]:
     ]  # fmt: skip
 
 
+def _vector(v) -> str:
+    return "(" + ", ".join(f"{x:g}" for x in v) + ")"
+
+
 def _by_hand_passed(value: float) -> str:
-    scaled = BY_HAND_K @ BY_HAND_Q / 2.0
+    raw = BY_HAND_K @ BY_HAND_Q
+    scaled = raw / 2.0
     weights = softmax_rows(scaled)
     z = weights @ BY_HAND_V
     return (
-        f"Right: {value:g}. The scores {', '.join(f'{s:g}' for s in BY_HAND_K @ BY_HAND_Q)} "
-        f"divided by √4 = 2 give {', '.join(f'{s:g}' for s in scaled)}; the softmax turns "
-        f"them into the weights {', '.join(f'{w:.3f}' for w in weights)}; and the output is "
-        f"z = ({z[0]:.3f}, {z[1]:.3f}). Most of the weight goes to k_0, the key that points "
-        f"the same way as q; k_2 points the other way and gets almost none."
+        f"Right: {value:g}. The scores {', '.join(f'{s:g}' for s in raw)} divided by √4 = 2 "
+        f"give {', '.join(f'{s:g}' for s in scaled)}; the softmax turns them into the "
+        f"weights {', '.join(f'{w:.3f}' for w in weights)}; and the output is "
+        f"z = ({z[0]:.3f}, {z[1]:.3f}). k_0 agrees most with q and takes most of the weight. "
+        f"k_2 opposes q and gets the least, yet its value's first entry, "
+        f"{BY_HAND_V[2, 0]:g}, still adds {weights[2] * BY_HAND_V[2, 0]:.2f} to the result: "
+        f"a softmax weight is never exactly 0."
     )
 
 

@@ -120,20 +120,28 @@ def _not_whole_hint(got, want, inputs):
 
 
 def _budget_hint(got, want, inputs):
-    """An answer a few tokens off: how many bytes its n needs against the budget."""
+    """A whole number of tokens that no named mistake explains: how far off it is."""
     if got.ndim != 0 or not np.isfinite(got) or float(got) != int(got):
         return None
-    n, memory = int(got), inputs["memory_bytes"]
+    n, memory, right = int(got), inputs["memory_bytes"], int(want)
     need = peak_bytes(n, inputs["d"], inputs["bytes_per_number"])
+    if right > 0 and abs(n - right) > max(2, right // 100):
+        return (
+            f"Your `longest_sequence` gives {n:,} tokens, {n / right:.3g} times the right "
+            f"number. Write the peak of n tokens in numbers, then in bytes, and set it ≤ "
+            f"memory_bytes: which factor does your inequality leave out or add?"
+        )
     if need > memory:
         return (
             f"Your `longest_sequence` gives {n:,} tokens, which need {need:,} bytes: more than "
-            f"the {memory:,} there are. Check the last step, the rounding, on large numbers: a "
-            f"float square root near a whole number can land on the wrong side of it."
+            f"the {memory:,} there are. Where does your method stop: at the last n that fits, "
+            f"or one step later? (A float square root near a whole number can also land on "
+            f"the wrong side of it.)"
         )
     return (
-        f"Your `longest_sequence` gives {n:,} tokens, but {int(want):,} still fit. Check the "
-        f"rounding on large numbers."
+        f"Your `longest_sequence` gives {n:,} tokens, but {right:,} still fit. Where does "
+        f"your method stop: does it keep a peak exactly equal to the budget, and does it "
+        f"round down only once?"
     )
 
 
@@ -182,6 +190,27 @@ def _first_block_max(scores, block_size):
     return e / e.sum()
 
 
+def _max_from_zero(scores, block_size):
+    """The running maximum started at 0 instead of -inf: a row far below 0 underflows."""
+    m, l = 0.0, 0.0
+    for block in _blocks(scores, block_size):
+        m_new = max(m, block.max())
+        l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()
+        m = m_new
+    return np.exp(scores - m) / l
+
+
+def _last_block_skipped(scores, block_size):
+    """Only full blocks: a shorter last block never enters the maximum or the sum."""
+    m, l = -np.inf, 0.0
+    for k in range(0, len(scores) - block_size + 1, block_size):
+        block = scores[k : k + block_size]
+        m_new = max(m, block.max())
+        l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()
+        m = m_new
+    return np.exp(scores - m) / l
+
+
 def _online_without_max(scores, block_size):
     l = sum(np.exp(block).sum() for block in _blocks(scores, block_size))
     return np.exp(scores) / l
@@ -222,9 +251,9 @@ def online_cases() -> list[Case]:
 
 
 _RUNNING = (
-    "When a block raises the maximum from m to m_new, every exp(s − m) already in the "
-    "running sum l has to become exp(s − m_new): multiply l by exp(m − m_new) before adding "
-    "the new block, `l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()`."
+    "When a block raises the maximum from m to m_new, every term exp(s − m) already in the "
+    "running sum l was computed with the old maximum. By what factor must each of them "
+    "change to become exp(s − m_new), and when do you apply it (Section 2's update)?"
 )
 
 ONLINE_MISTAKES = (
@@ -242,14 +271,14 @@ ONLINE_MISTAKES = (
     Mistake(
         "You divided each block's exponentials, computed with the maximum of their time, by "
         "the final sum: exponentials from blocks before the maximum grew are too large. Once "
-        "all blocks are seen, compute the weights with the final maximum, "
-        "`np.exp(scores - m) / l`.",
+        "all blocks are seen, which maximum must every exponential be taken against, so "
+        "that they match the terms in l?",
         _stale_exponentials,
     ),
     Mistake(
         "You kept the maximum of the first block and never updated it, so a later, larger "
-        "score overflows exp (exp(800) = inf, and inf / inf is NaN). Keep a running maximum, "
-        "`m_new = max(m, block.max())`, and rescale the sum when it grows. " + _RUNNING,
+        "score overflows exp (exp(800) = inf, and inf / inf is NaN). What must happen to the "
+        "maximum each time a block comes in? " + _RUNNING,
         _first_block_max,
     ),
     Mistake(
@@ -257,6 +286,18 @@ ONLINE_MISTAKES = (
         "exp(-1000) is 0), so you get inf / inf or 0 / 0, which is NaN. Keep a running "
         "maximum m and sum exp(s − m) instead. " + _RUNNING,
         _online_without_max,
+    ),
+    Mistake(
+        "You started the running maximum at 0. For a row whose scores all lie far below 0, "
+        "near -1000 say, every exp(s − 0) underflows to 0, and 0 / 0 is NaN. Which starting "
+        "value does the first block's maximum always replace, whatever its scores?",
+        _max_from_zero,
+    ),
+    Mistake(
+        "Your loop leaves out the last block when it is shorter than block_size (7 scores in "
+        "blocks of 3 end with a block of 1). Its scores never enter the maximum or the sum. "
+        "Which range of starts visits every block, the short one too?",
+        _last_block_skipped,
     ),
     Mistake(
         "You normalised each block on its own, so every block sums to 1 and the whole row "
@@ -271,8 +312,8 @@ ONLINE_MISTAKES = (
         _per_block_averaged,
     ),
     Mistake(
-        "You forgot to divide by the sum: exp(s − m) alone are not weights. Divide by the "
-        "running sum l at the end, `np.exp(scores - m) / l`.",
+        "You forgot to divide by the sum: exp(s − m) alone are not weights. What did you "
+        "keep the running sum l for?",
         lambda scores, block_size: np.exp(scores - scores.max()),
     ),
 )

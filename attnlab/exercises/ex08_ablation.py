@@ -37,8 +37,8 @@ def backward_cases() -> list[Case]:
 # --------------------------------------------------------- known mistakes
 
 _FORMULA = (
-    "∂L/∂x = p ⊙ (g − Σ_j g_j p_j), that is `p * (grad_p - (grad_p * p).sum(axis=-1, "
-    "keepdims=True))`"
+    "Go back to ∂L/∂x_j = Σ_i g_i p_i (δ_ij − p_j) and split the sum in two: which single "
+    "term does δ_ij keep, and what is left of the second part once p_j comes out of the sum?"
 )
 
 
@@ -81,14 +81,13 @@ BACKWARD_MISTAKES = (
     ),
     Mistake(
         "You summed over the wrong axis (axis 0, down the columns). Each row is its own "
-        "softmax, so Σ_j g_j p_j runs along the last axis: `(grad_p * p).sum(axis=-1, "
-        "keepdims=True)`.",
+        "softmax: along which axis does each row's Σ_j g_j p_j run?",
         lambda p, g: p * (g - _dot(p, g, axis=0)),
     ),
     Mistake(
         "A sum without `keepdims=True`: `(grad_p * p).sum(axis=-1)` has shape (n_rows,), "
         "which broadcasts along the wrong axis, so entry (i, j) gets row j's sum subtracted. "
-        "Use `.sum(axis=-1, keepdims=True)` (or `[:, None]`) to keep it a column.",
+        "How do you keep one sum per row as a column, shape (n_rows, 1)?",
         lambda p, g: p * (g - _dot(p, g, keepdims=False)),
     ),
     Mistake(
@@ -148,8 +147,9 @@ register(
 # ------------------------------------------------ exercise: attention_grad_q
 
 _CHAIN = (
-    "Backwards one piece at a time: ∂L/∂P = G Vᵀ, then ∂L/∂S = softmax_backward(P, ∂L/∂P), "
-    "then ∂L/∂Q = scale · ∂L/∂S K"
+    "Go backwards one piece at a time, writing down each array's shape: from G through the "
+    "product with V to ∂L/∂P, through the softmax to ∂L/∂S, and through the scaled product "
+    "with K to ∂L/∂Q. Which step does your answer change?"
 )
 
 
@@ -189,8 +189,8 @@ GRAD_Q_MISTAKES = (
     ),
     Mistake(
         "You skipped the softmax: G Vᵀ is ∂L/∂P, the gradient with respect to the weights, "
-        "not the scores. It has to pass through the softmax first, "
-        f"`softmax_backward(P, G @ V.T)`. {_CHAIN}.",
+        "not the scores. It has to pass through the softmax first: which function of this "
+        f"lesson does that? {_CHAIN}.",
         lambda Q, K, V, G, scale: scale * (G @ V.T) @ K,
     ),
     Mistake(
@@ -207,19 +207,19 @@ GRAD_Q_MISTAKES = (
     ),
     Mistake(
         "You multiplied G by V without the transpose. O = P V is a linear layer in P with "
-        "weight matrix V, so ∂L/∂P = G Vᵀ, of P's shape (n_q, n_k). "
-        f"{_CHAIN}.",
+        "weight matrix V: what does the rule for linear layers at the start of this lesson "
+        f"give for ∂L/∂P, which must have P's shape (n_q, n_k)? {_CHAIN}.",
         lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V) @ K,
     ),
     Mistake(
         "You multiplied ∂L/∂S by Kᵀ. S = scale · Q Kᵀ is a linear layer in Q with weight "
-        "matrix scale · Kᵀ, so the gradient goes back through (Kᵀ)ᵀ = K: scale · ∂L/∂S K. "
-        f"{_CHAIN}.",
+        "matrix scale · Kᵀ: by the rule for linear layers, which matrix does the gradient go "
+        f"back through? {_CHAIN}.",
         lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V.T) @ K.T,
     ),
     Mistake(
-        "You computed ∂L/∂K, not ∂L/∂Q: (∂L/∂S)ᵀ Q has one row per key. Each query's row "
-        f"of ∂L/∂S meets the keys: scale · ∂L/∂S K. {_CHAIN}.",
+        "You computed ∂L/∂K, not ∂L/∂Q: (∂L/∂S)ᵀ Q has one row per key. Which array must "
+        f"each query's row of ∂L/∂S meet, so that the result has one row per query? {_CHAIN}.",
         lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V.T).T @ Q,
     ),
 )

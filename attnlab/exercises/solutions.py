@@ -4,7 +4,8 @@
 with no input checking; each function's name is its exercise's id. The checkers
 compare answers with the validated functions of ``attnlab``; the tests check that
 these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_product
-(cross_scores, score_matrix), 02_variance (scaled_scores, std_512, uniform_score_variance),
+(best_key, cross_scores, score_matrix), 02_variance (scaled_scores, std_512,
+uniform_score_variance),
 03_scaling (entropy, divisor_for_variance, temperature_for_entropy), 04_softmax
 (softmax, softmax_jacobian, causal_mask), 05_values (attention, output_change, attention_by_hand,
 masked_attention),
@@ -31,6 +32,13 @@ def output_shape(n_q, n_k, d_k, d_v):
     return (n_q, d_v)
 
 
+def best_key(q, length):
+    # q·k = ‖q‖ ‖k‖ cos θ, and ‖k‖ = length is fixed: the largest score needs cos θ = 1,
+    # a key pointing exactly the way q does.
+    direction = q / np.linalg.norm(q)  # along q, length 1
+    return length * direction
+
+
 def cross_scores(X_q, X_kv, W_Q, W_K):
     Q = X_q @ W_Q  # one query per token that asks: (n_q, d_k)
     K = X_kv @ W_K  # one key per token that can be found: (n_k, d_k)
@@ -49,8 +57,11 @@ def scaled_scores(Q, K):
 
 def std_512():
     d_k = 512
-    variance = d_k  # Var(q·k) = d_k when every entry of q and k has mean 0 and variance 1
-    return np.sqrt(variance)  # the standard deviation is the square root of the variance
+    # q·k₁ − q·k₂ = q·(k₁ − k₂). An entry of k₁ − k₂ has mean 0 and variance 1 + 1 = 2
+    # (k₁ and k₂ are independent), and it is independent of q, so Var = σ_q² σ_k² d_k:
+    variance = 1 * 2 * d_k  # = 1024, twice the variance 512 of one score
+    answer_std_512 = np.sqrt(variance)  # the standard deviation is the square root: 32
+    return answer_std_512
 
 
 def uniform_score_variance(d_k):
@@ -72,8 +83,7 @@ def temperature_for_entropy(scores, target):
     low, high = 1e-3, 1e3  # entropy rises with τ: halve [low, high] until it is narrow
     for _ in range(100):
         tau = np.sqrt(low * high)  # the middle of the interval on a log scale
-        p = softmax(scores / tau)
-        if entropy(p[None, :])[0] < target:
+        if entropy(softmax(scores / tau)) < target:  # one row in, one entropy out
             low = tau  # too sharp: the answer is a larger τ
         else:
             high = tau
@@ -86,8 +96,10 @@ def softmax(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def softmax_jacobian(p):
-    return np.diag(p) - np.outer(p, p)  # J[i, j] = p_i (δ_ij - p_j)
+def softmax_jacobian(P):
+    eye = np.eye(P.shape[-1])  # δ_ij, (m, m)
+    # [r, i, j] = p_i (δ_ij - p_j) of row r: P[:, :, None] runs down i, P[:, None, :] along j
+    return P[:, :, None] * (eye - P[:, None, :])  # (n, m, 1) * (n, m, m) -> (n, m, m)
 
 
 def causal_mask(n):
@@ -109,10 +121,10 @@ def output_change(A, j, delta):
 
 def attention_by_hand():
     q = np.array([1, 1, 1, 1])
-    K = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [-1, -1, 0, 0]])
-    V = np.array([[3, 0], [0, 2], [2, 1]])
-    scores = K @ q / np.sqrt(4)  # 4, 2, -2 divided by √d_k = 2: 2, 1, -1
-    weights = np.exp(scores) / np.exp(scores).sum()  # e², e, e⁻¹ over their sum
+    K = np.array([[1, 1, 1, -1], [0, 1, -1, -1], [-1, -1, 0, 0]])
+    V = np.array([[1, 0], [4, 2], [8, 1]])
+    scores = K @ q / np.sqrt(4)  # 2, -1, -2 divided by √d_k = 2: 1, -0.5, -1
+    weights = np.exp(scores) / np.exp(scores).sum()  # e¹, e⁻⁰·⁵, e⁻¹ over their sum
     return weights @ V[:, 0]  # the first entry of the output: the values' first entries mixed
 
 

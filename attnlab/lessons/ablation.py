@@ -577,9 +577,9 @@ def claims(results: Mapping[tuple[int, str], Run], level: float = 0.9) -> list[C
                 ),
             ),
             Claim(
-                "at every d_k, the unscaled model's mean accuracy over training is below "
-                "that of ÷0.5√d_k",
-                all(auc[(d_k, "1")] < auc[(d_k, "0.5√d_k")] for d_k in d_ks),
+                f"at d_k = {', '.join(map(str, d_ks[1:]))}, the unscaled model's mean accuracy "
+                "over training is at least 0.05 below that of ÷0.5√d_k",
+                all(auc[(d_k, "1")] <= auc[(d_k, "0.5√d_k")] - 0.05 for d_k in d_ks[1:]),
             ),
         ]
     return found
@@ -602,8 +602,8 @@ def control_claims(
     return [
         Claim(
             "at every d_k, the unscaled model given the scaled model's step size "
-            "(÷1, small steps) is at least 0.05 below ÷√d_k: a saturated start alone slows "
-            "learning",
+            "(÷1, small steps) is at least 0.05 below ÷√d_k: a start with √d_k times wider "
+            "scores alone slows learning",
             all(auc(d, "1, small steps") <= auc(d, "√d_k") - 0.05 for d in d_ks),
         ),
         Claim(
@@ -700,7 +700,7 @@ def print_step_controls(
     """
     runs = {**results, **controls}
     head = (
-        f"{'d_k':>4}  {'÷ τ, steps':<19}{'start':<11}{'step in the scores':<20}"
+        f"{'d_k':>4}  {'÷ τ, steps':<19}{'start':<14}{'step in the scores':<20}"
         f"{'mean accuracy over training':<30}steps to {level:.0%} (per seed)"
     )
     print(head)
@@ -709,11 +709,11 @@ def print_step_controls(
         for name in SETTINGS:
             run = runs[(d_k, name)]
             divisor, exponent = STEP_CONTROLS.get(name, (name, 0.0))
-            start = "spread" if divisor == "√d_k" else "saturated"
+            start = "as ÷√d_k" if divisor == "√d_k" else "√d_k × wider"
             larger = (divisor == "1") != (exponent < 0) or exponent > 0
             step = "√d_k × larger" if larger else "as ÷√d_k"
             print(
-                f"{d_k:>4}  {name:<19}{start:<11}{step:<20}"
+                f"{d_k:>4}  {name:<19}{start:<14}{step:<20}"
                 f"{spread(mean_accuracy(run)):<30}{steps_text(run.steps_to(level))}"
             )
 

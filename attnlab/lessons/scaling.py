@@ -18,7 +18,7 @@ from ..softmax import entropy, softmax, softmax_jacobian
 # Key dimensions the experiments sweep: 1, 2, 4, ..., 1024.
 DK_GRID = 2 ** np.arange(11)
 
-# The divisors d_k^p of the "why exactly √d_k?" experiment.
+# The exponents α of the divisors d_k^α of the "why exactly √d_k?" experiment.
 POWERS = (1 / 3, 1 / 2, 2 / 3)
 POWER_NAMES = ("1/3", "1/2", "2/3")
 
@@ -96,7 +96,11 @@ class Saturation:
     """Typical softmax rows of random scores, raw and divided by √d_k, for each d_k.
 
     Each array has one entry per d_k in ``d_ks``: the mean largest weight, the mean
-    entropy (nats) and the median largest |Jacobian entry| over the rows.
+    entropy (nats) and the median largest |Jacobian entry| over the rows. The Jacobian
+    ``J = diag(p) − p pᵀ`` is the derivative of the weights with respect to the softmax's
+    own input: the raw scores s for the raw rows, s / √d_k for the scaled ones.
+    ``jacobian_scaled_wrt_raw`` is the scaled rows' derivative with respect to the raw
+    scores s = q · k, which W_Q and W_K produce: by the chain rule, J / √d_k.
     """
 
     d_ks: np.ndarray
@@ -110,6 +114,11 @@ class Saturation:
     jacobian_raw: np.ndarray
     jacobian_scaled: np.ndarray
 
+    @property
+    def jacobian_scaled_wrt_raw(self) -> np.ndarray:
+        """Median largest |∂p_i/∂s_j| of the scaled rows, with s the raw scores: J / √d_k."""
+        return self.jacobian_scaled / np.sqrt(self.d_ks)
+
     def at(self, d_k: int) -> dict:
         """The numbers measured for one d_k of the grid, by name."""
         i = int(np.flatnonzero(self.d_ks == d_k)[0])
@@ -121,6 +130,7 @@ class Saturation:
             "entropy_scaled",
             "jacobian_raw",
             "jacobian_scaled",
+            "jacobian_scaled_wrt_raw",
         )
         return {name: float(getattr(self, name)[i]) for name in names}
 
@@ -154,9 +164,9 @@ def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 400, seed: in
 
 
 def power_variances(d_ks=DK_GRID, powers=POWERS, n_samples: int = 4000, seed: int = 5):
-    """Monte-Carlo variance of ``q · k / d_k^p`` for each power p and each d_k.
+    """Monte-Carlo variance of ``q · k / d_k^α`` for each exponent α and each d_k.
 
-    Prediction: ``Var(q·k / d_k^p) = Var(q·k) / d_k^(2p) = d_k^(1 − 2p)``.
+    Prediction: ``Var(q·k / d_k^α) = Var(q·k) / d_k^(2α) = d_k^(1 − 2α)``.
 
     Shapes: → ``(len(powers), len(d_ks))``.
 
@@ -169,9 +179,67 @@ def power_variances(d_ks=DK_GRID, powers=POWERS, n_samples: int = 4000, seed: in
         q = rng.standard_normal((n_samples, d_k))
         k = rng.standard_normal((n_samples, d_k))
         dots = np.einsum("sd,sd->s", q, k)
-        for i, p in enumerate(powers):
-            out[i, j] = np.var(dots / float(d_k) ** p)
+        for i, alpha in enumerate(powers):
+            out[i, j] = np.var(dots / float(d_k) ** alpha)
     return out
+
+
+def sequence_scores(
+    d_k: int,
+    n_tokens: int = 256,
+    n_sequences: int = 4,
+    seed: int = 0,
+    *,
+    sigma_q: float = 1.0,
+    sigma_k: float = 1.0,
+):
+    """Raw scores of whole sequences: every query against every key of its sequence.
+
+    Formula: ``S[b, i, j] = q_{b,i} · k_{b,j}``, every entry of q ~ N(0, σ_q²) and of
+    k ~ N(0, σ_k²): each score has variance σ_q² σ_k² d_k (lesson 02). Unlike
+    :func:`random_score_rows`, the queries of a sequence share its keys, as in a layer.
+
+    Shapes: → ``(n_sequences, n_tokens, n_tokens)``.
+
+    Lesson: ``notebooks/03_scaling.ipynb``.
+    """
+    rng = np.random.default_rng(seed)
+    Q = sigma_q * rng.standard_normal((n_sequences, n_tokens, d_k))
+    K = sigma_k * rng.standard_normal((n_sequences, n_tokens, d_k))
+    return np.stack([q @ k.T for q, k in zip(Q, K, strict=True)])  # one 2-D product each
+
+
+def saturated_share(S, threshold: float = 0.99) -> float:
+    """The share of softmax rows of S whose largest weight is above ``threshold``.
+
+    A row above 0.99 is *saturated*, as in lesson 02 (Section 7).
+
+    Shapes: ``S (..., n_keys)`` → a float between 0 and 1.
+
+    Lesson: ``notebooks/03_scaling.ipynb``.
+    """
+    return float((softmax(S).max(axis=-1) > threshold).mean())
+
+
+def mean_entropy_by_exponent(
+    d_k: int, n_keys: int, alphas, n_rows: int = 400, seed: int = 0
+) -> np.ndarray:
+    """Mean entropy (nats) of ``softmax(s / d_k^α)`` over random score rows, for each α.
+
+    The rows are q · k_j with every entry N(0, 1), drawn exactly and cheaply for any
+    d_k: given q, the scores q · k_j are independent N(0, |q|²), and |q|² is χ² with d_k
+    degrees of freedom. So ``s = √(χ²_{d_k}) · z`` with z ~ N(0, 1) per key.
+
+    Shapes: ``alphas (m,)`` → ``(m,)``.
+
+    Lesson: ``notebooks/03_scaling.ipynb`` (the panel of its widget).
+    """
+    rng = np.random.default_rng(seed)
+    norms = np.sqrt(rng.chisquare(d_k, size=(n_rows, 1)))
+    S = norms * rng.standard_normal((n_rows, n_keys))
+    alphas = np.asarray(alphas, dtype=float)
+    divisors = float(d_k) ** alphas
+    return entropy(softmax(S[None, :, :] / divisors[:, None, None])).mean(axis=-1)
 
 
 # ---------------------------------------------------------------- figures
@@ -259,18 +327,18 @@ def plot_saturation(sat: Saturation):
 
 
 def plot_power_variances(d_ks, variances, powers=POWERS, names=POWER_NAMES):
-    """Measured variance of q·k / d_k^p (dots) against the prediction d_k^(1−2p) (lines)."""
+    """Measured variance of q·k / d_k^α (dots) against the prediction d_k^(1−2α) (lines)."""
     plt, plots = _pyplot()
     d_ks = np.asarray(d_ks, dtype=float)
     fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
     predicted = {"1/3": "d_k^{1/3}", "1/2": "d_k^{0} = 1", "2/3": "d_k^{-1/3}"}
-    for p, name, var, colour in zip(
+    for alpha, name, var, colour in zip(
         powers, names, variances, (plots.SECOND, plots.ACCENT, plots.THIRD), strict=True
     ):
-        line = predicted.get(name, f"d_k^{{{1 - 2 * p:.2g}}}")
+        line = predicted.get(name, f"d_k^{{{1 - 2 * alpha:.2g}}}")
         ax.plot(
             d_ks,
-            d_ks ** (1 - 2 * p),
+            d_ks ** (1 - 2 * alpha),
             color=colour,
             lw=1.5,
             label=f"÷ $d_k^{{{name}}}$: predicted ${line}$",
@@ -279,7 +347,7 @@ def plot_power_variances(d_ks, variances, powers=POWERS, names=POWER_NAMES):
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set(
-        title=r"variance of $q\cdot k\,/\,d_k^{\,p}$ (lines: prediction, dots: measured)",
+        title=r"variance of $q\cdot k\,/\,d_k^{\,\alpha}$ (lines: prediction, dots: measured)",
         xlabel="$d_k$ (log scale)",
         ylabel="variance (log scale)",
     )
@@ -308,20 +376,41 @@ def plot_temperatures(scores, taus, labels):
 
 
 def plot_jacobian(sat: Saturation):
-    """Median largest |entry| of the softmax Jacobian against d_k, raw versus scaled."""
+    """Median largest |∂p_i/∂x_j| against d_k: raw rows, and scaled rows with respect to
+    their own input s / √d_k (J) and to the raw scores s (J / √d_k)."""
     plt, plots = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.0, 3.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.0, 3.6), layout="constrained")
     style = {"marker": "o", "ms": 4, "lw": 2}
-    ax.plot(sat.d_ks, sat.jacobian_raw, color=plots.SECOND, label=RAW, **style)
-    ax.plot(sat.d_ks, sat.jacobian_scaled, color=plots.ACCENT, label=SCALED, **style)
+    ax.plot(
+        sat.d_ks,
+        sat.jacobian_raw,
+        color=plots.SECOND,
+        label=r"÷1: $\partial p/\partial s = J$",
+        **style,
+    )
+    ax.plot(
+        sat.d_ks,
+        sat.jacobian_scaled,
+        color=plots.ACCENT,
+        label=r"÷$\sqrt{d_k}$: $\partial p/\partial(s/\sqrt{d_k}) = J$",
+        **style,
+    )
+    ax.plot(
+        sat.d_ks,
+        sat.jacobian_scaled_wrt_raw,
+        color=plots.ACCENT,
+        ls="--",
+        label=r"÷$\sqrt{d_k}$: $\partial p/\partial s = J/\sqrt{d_k}$",
+        **{**style, "marker": "s"},
+    )
     # p_i (1 − p_i) is largest, 1/4, at p_i = 1/2: no entry of J can be larger.
-    ax.axhline(0.25, color="grey", ls="--", lw=1, label="largest possible, 1/4")
+    ax.axhline(0.25, color="grey", ls=":", lw=1, label="largest possible |J_ij|, 1/4")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set(
-        title="how strongly the weights react: median largest |J_ij|",
+        title="how strongly the weights react: median largest entry",
         xlabel="$d_k$ (log scale)",
-        ylabel="largest |entry| of J (log scale)",
+        ylabel="largest |entry| (log scale)",
     )
     ax.legend(fontsize=8, loc="lower left")
     return fig

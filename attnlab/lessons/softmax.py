@@ -75,19 +75,19 @@ def saturation_plot(xs, first, threshold, x_cross, n_keys=4):
     xs = np.asarray(xs, float)
     first = np.asarray(first, float)
     fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
-    ax.plot(xs, first, color=plots.ACCENT, lw=2, label="first weight $p_1$")
+    ax.plot(xs, first, color=plots.ACCENT, lw=2, label="first weight $p_0$")
     ax.plot(
         xs,
         first * (1 - first),
         color=plots.SECOND,
         lw=2,
         ls="--",
-        label=r"its slope $\partial p_1/\partial x = p_1(1-p_1)$",
+        label=r"its slope $\partial p_0/\partial x = p_0(1-p_0)$",
     )
     ax.axhline(threshold, color="grey", lw=0.8, ls=":")
     ax.axvline(x_cross, color="grey", lw=0.8, ls=":")
     ax.annotate(
-        f"$p_1$ > {threshold} from x = {x_cross:.2f}",
+        f"$p_0$ > {threshold} from x = {x_cross:.2f}",
         (x_cross, threshold),
         xytext=(x_cross + 0.4, 0.6),
         fontsize=9,
@@ -194,12 +194,46 @@ def temperature_gradient_plot(taus, norm_J, norm_grad, marks=()):
     )
     for tau in marks:
         ax.axvline(tau, color="grey", lw=0.8, ls=":")
+        ax.annotate(
+            f"τ = {tau:g}",
+            (tau, 0.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, 4),
+            textcoords="offset points",
+            fontsize=8,
+            color="grey",
+        )
     ax.set_xscale("log")
     ax.set_xlabel(r"temperature $\tau$ (log scale)")
     ax.set_ylabel("norm")
     ax.set_title(r"How much gradient reaches the scores, $p = $ softmax$(x/\tau)$")
     ax.legend(fontsize=8, loc="upper right")
     return fig
+
+
+def query_gradient_norms(d_ks, n_keys, n_samples, rng, scaled=True):
+    """``‖∂p/∂q‖`` for one random query against ``n_keys`` random keys, ``n_samples`` times.
+
+    Formula: the scores are ``x_j = q · k_j``, divided by ``τ = √d_k`` (``scaled``) or by
+    ``τ = 1``; ``p = softmax(x / τ)``. Since ``∂x_j/∂q = k_j``, the chain rule gives
+    ``∂p/∂q = (J / τ) K``, with ``J = diag(p) - p pᵀ``. The norm is Frobenius. The entries
+    of q and of the keys are independent standard normal, a fresh draw for every sample.
+
+    Shapes: ``d_ks`` (m,) → array (m, n_samples), one row of norms per d_k.
+    Lesson: ``notebooks/04_softmax.ipynb`` (temperature).
+    """
+    out = np.empty((len(d_ks), n_samples))
+    for row, d_k in enumerate(d_ks):
+        q = rng.normal(size=(n_samples, 1, d_k))
+        K = rng.normal(size=(n_samples, n_keys, d_k))
+        tau = np.sqrt(d_k) if scaled else 1.0
+        x = (q @ np.swapaxes(K, -1, -2))[:, 0, :] / tau  # (n_samples, n_keys)
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        p = e / e.sum(axis=-1, keepdims=True)
+        J = p[:, :, None] * (np.eye(n_keys) - p[:, None, :])  # (n_samples, n_keys, n_keys)
+        grad = J @ K / tau  # ∂p/∂q: (n_samples, n_keys, d_k)
+        out[row] = np.linalg.norm(grad, axis=(-2, -1))
+    return out
 
 
 def qk_norm_scores(Q, K, g):

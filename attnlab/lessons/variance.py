@@ -119,6 +119,74 @@ def measured_variances(
     return np.array([np.var(s / np.sqrt(d) if scale else s, ddof=1) for d, s in samples.items()])
 
 
+def score_pairs(
+    d_k: int, n: int, rng: np.random.Generator, dist: str = "normal"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two scores of the same query, ``(q·k₁, q·k₂)``, for ``n`` independent draws.
+
+    Formula: q, k₁ and k₂ have independent entries with mean 0 and variance 1 (see
+    :func:`unit_components`); in theory each score has variance d_k, the two scores are
+    uncorrelated although they share q, and ``Var(q·k₁ − q·k₂) = 2 d_k``.
+
+    Shapes: returns two float64 arrays of shape ``(n,)``, drawn in chunks.
+
+    Lesson: ``notebooks/02_variance.ipynb`` (the question on the spread of a difference).
+    """
+    d_k, n = int(d_k), int(n)
+    if d_k < 1 or n < 1:
+        raise ValueError(f"d_k and n must be at least 1, got d_k={d_k} and n={n}.")
+    first, second = np.empty(n), np.empty(n)
+    rows = max(1, _CHUNK_ENTRIES // d_k)
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        q, k1, k2 = unit_components((3, stop - start, d_k), rng, dist)
+        first[start:stop] = np.einsum("ij,ij->i", q, k1)
+        second[start:stop] = np.einsum("ij,ij->i", q, k2)
+    return first, second
+
+
+def share_of_dominated_rows(
+    d_k: int,
+    n_keys: int,
+    n_rows: int,
+    rng: np.random.Generator,
+    *,
+    scale: bool = False,
+    above: float = 0.5,
+) -> float:
+    """The share of softmax rows in which one key gets more than ``above`` of the weight.
+
+    Formula: ``n_rows`` queries q and ``n_keys`` keys k with independent N(0, 1) entries;
+    each row is ``softmax(q·k_j)`` over the keys (``softmax(q·k_j / √d_k)`` when ``scale``),
+    and a row counts when its largest weight exceeds ``above``.
+
+    Shapes: Q ``(n_rows, d_k)``, K ``(n_keys, d_k)``, the scores ``(n_rows, n_keys)``.
+    Returns a float between 0 and 1.
+
+    Lesson: ``notebooks/02_variance.ipynb`` (what √d_k-sized scores do to one row).
+    """
+    from ..softmax import softmax
+
+    Q = rng.standard_normal((int(n_rows), int(d_k)))
+    K = rng.standard_normal((int(n_keys), int(d_k)))
+    scores = Q @ K.T / (np.sqrt(d_k) if scale else 1.0)
+    return float((softmax(scores).max(axis=-1) > above).mean())
+
+
+def excess_kurtosis(samples: ArrayLike) -> float:
+    """The sample excess kurtosis E[(Z − μ)⁴] / σ⁴ − 3: 0 for a normal distribution.
+
+    For q·k with N(0, 1) entries it is 6 / d_k in theory (a single product XY has
+    E[X⁴] E[Y⁴] = 3 · 3 = 9, so 9 − 3 = 6, and a sum of d_k independent terms divides
+    the excess kurtosis by d_k). Shapes: ``samples`` of shape ``(n,)``; returns a float.
+
+    Lesson: ``notebooks/02_variance.ipynb`` (the central limit theorem at work).
+    """
+    z = np.asarray(samples, dtype=float)
+    centred = z - z.mean()
+    return float(np.mean(centred**4) / np.mean(centred**2) ** 2 - 3.0)
+
+
 # --- figures --------------------------------------------------------------------------------
 
 
@@ -196,13 +264,16 @@ def plot_histograms(
     *,
     scaled: bool = False,
     limit: float | None = None,
-    bins: int = 60,
+    bins: int | None = None,
 ):
     """One histogram of q·k per d_k, side by side on the same x-range.
 
     Each panel is titled with d_k and the measured standard deviation, and shows
     the normal curve with the theory's standard deviation (√d_k, or 1 when
-    ``scaled``, where the samples are divided by √d_k first). Returns the figure.
+    ``scaled``, where the samples are divided by √d_k first). ``bins``: the number of
+    bins in every panel; by default each panel gets its own, a quarter of its theory
+    standard deviation wide, so a narrow histogram is not drawn as one coarse bar.
+    Returns the figure.
 
     Lesson: ``notebooks/02_variance.ipynb``.
     """
@@ -221,15 +292,16 @@ def plot_histograms(
     for ax, d in zip(axs, d_ks, strict=True):
         values = samples[d] / np.sqrt(d) if scaled else samples[d]
         std = float(np.std(values, ddof=1))
+        theory_std = 1.0 if scaled else np.sqrt(d)
+        panel_bins = bins or int(np.clip(np.ceil(2 * limit / (theory_std / 4)), 20, 400))
         hist = plots.histogram(
             values,
             ax,
-            bins=bins,
+            bins=panel_bins,
             range=(-limit, limit),
             xlabel=what,
             title=f"d_k = {d}: measured std {std:.2f}",
         )
-        theory_std = 1.0 if scaled else np.sqrt(d)
         peak = 1 / (theory_std * np.sqrt(2 * np.pi))  # the normal curve's height at 0
         ax.plot(
             x,

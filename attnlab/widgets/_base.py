@@ -37,7 +37,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
-FALLBACK_NOTE = "[Interactive widget: run this cell to use it.]"
+# What a saved notebook shows in place of a widget. If it is still there after the cell
+# has run, JupyterLab has no renderer for widgets: the extension is missing.
+FALLBACK_NOTE = (
+    "[Interactive widget: run this cell to use it. If this note is still here after the "
+    "cell has run, the widget extension is missing: see the environment check in lesson 00.]"
+)
 
 
 class FigureView:

@@ -1,9 +1,11 @@
-"""Scaling strip: one row of raw scores, divided by d_k^p for p from 0 (÷1) to 1 (÷d_k).
+"""Scaling strip: one row of raw scores, divided by d_k^α for α from 0 (÷1) to 1 (÷d_k).
 
-Formula: weights ``softmax(s / d_k^p)``. At p = 0 the raw scores q·k (standard
-deviation √d_k) make the row nearly one-hot; at p = 1/2 they have standard
-deviation 1 and the weights spread out; towards p = 1 they shrink to 0 and the row
-flattens towards uniform. For the built-in row, d_k can move too.
+Formula: weights ``softmax(s / d_k^α)``. At α = 0 the raw scores q·k (standard
+deviation √d_k) make the row nearly one-hot; at α = 1/2 they have standard
+deviation 1 and the weights spread out; towards α = 1 they shrink to 0 and the row
+flattens towards uniform. For the built-in row, d_k can move too. A panel beside the
+row plots the mean entropy of 400 random rows against α, one curve per d_k, with a
+dot at the slider's α: one row varies by chance, the mean shows the rule.
 
 Lesson: ``notebooks/03_scaling.ipynb``.
 """
@@ -16,37 +18,61 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import plots
+from ..lessons.scaling import mean_entropy_by_exponent
 from ..softmax import entropy, softmax
 from ._base import CourseWidget
 from ._check import learner_array, whole_number
 
 DEFAULT_D_K = 256
 DEFAULT_KEYS = 10
-SEED = 7
+SEED = 18
 # Every weight cell has its value written in; each written value costs ~1 ms a frame.
 MAX_KEYS = 16
 EXPONENTS = (0.0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0)
 D_KS = (4, 16, 64, 256, 1024)
+# The slider's steps; the panel's curves are computed at each of them.
+ALPHA_STEP = 0.025
+ALPHAS = np.linspace(0.0, 1.0, 41)
+CURVE_ROWS = 400
 
 
 def example_scores(d_k: int = DEFAULT_D_K, n_keys: int = DEFAULT_KEYS, seed: int = SEED):
-    """One query dotted with ``n_keys`` keys, all entries ~ N(0, 1): scores of variance d_k."""
+    """One query dotted with ``n_keys`` keys, all entries ~ N(0, 1): scores of variance d_k.
+
+    The vectors for a smaller d_k are the first d_k entries of the same long query and
+    keys, so moving d_k adds dimensions to one row instead of drawing a new one.
+    """
     rng = np.random.default_rng(seed)
-    q = rng.standard_normal(d_k)
-    K = rng.standard_normal((n_keys, d_k))
-    return K @ q
+    length = max(d_k, *D_KS)
+    q = rng.standard_normal(length)
+    K = rng.standard_normal((n_keys, length))
+    return K[:, :d_k] @ q[:d_k]
+
+
+_CURVES: dict[tuple[int, int], np.ndarray] = {}
+
+
+def mean_entropy_curve(d_k: int, n_keys: int) -> np.ndarray:
+    """Mean entropy of 400 random rows at each α of ``ALPHAS`` (kept once computed)."""
+    key = (d_k, n_keys)
+    if key not in _CURVES:
+        _CURVES[key] = mean_entropy_by_exponent(d_k, n_keys, ALPHAS, CURVE_ROWS, seed=d_k)
+    return _CURVES[key]
 
 
 class ScalingStrip(CourseWidget):
-    """The softmax weights of one score row, and the scores, divided by d_k^p.
+    """The softmax weights of one score row, and the scores, divided by d_k^α.
 
     ``scores`` and ``d_k``: the raw row and its d_k. ``shown``: ``"divisor"``
-    (d_k^p), ``"scores"`` (÷ the divisor), ``"weights"``, ``"largest"`` and
-    ``"entropy"`` (of the weights, in nats).
+    (d_k^α), ``"scores"`` (÷ the divisor), ``"weights"``, ``"largest"`` and
+    ``"entropy"`` (of the weights, in nats), ``"mean_entropy"`` (of 400 random rows
+    of the same d_k and length at this α, the panel's dot).
     """
 
     nrows = 2
-    figsize = (7.0, 2.5)
+    ncols = 2
+    figsize = (10.0, 2.9)
+    subplot_kw = {"width_ratios": (1.75, 1.0)}
 
     def __init__(self, scores: np.ndarray, d_k: int, built_in: bool = False) -> None:
         self.scores, self.d_k, self.built_in = scores, d_k, built_in
@@ -58,8 +84,8 @@ class ScalingStrip(CourseWidget):
             value=0.0,
             min=0.0,
             max=1.0,
-            step=0.025,
-            description="divide by d_k^p,  p =",
+            step=ALPHA_STEP,
+            description="divide by d_k^α,  α =",
             readout_format=".3f",
             style={"description_width": "initial"},
             layout=widgets.Layout(width="420px"),
@@ -74,13 +100,24 @@ class ScalingStrip(CourseWidget):
             disabled=not self.built_in,
             style={"description_width": "initial"},
         )
-        return {"p": slider, "d_k": d_k}
+        return {"alpha": slider, "d_k": d_k}
 
     def arrange(self) -> list[Any]:
-        return [self.controls["p"], self.controls["d_k"], self.ends, self.readout, self.view.image]
+        return [
+            self.controls["alpha"],
+            self.controls["d_k"],
+            self.ends,
+            self.readout,
+            self.view.image,
+        ]
 
     def draw(self, axes: np.ndarray) -> list[Any]:
         ax_w, ax_s = axes[:, 0]
+        # The right column is one panel spanning both rows.
+        grid = axes[0, 1].get_subplotspec().get_gridspec()
+        axes[0, 1].remove()
+        axes[1, 1].remove()
+        panel = ax_w.figure.add_subplot(grid[:, 1])
         s, n = self.scores, self.scores.size
         self.strip = plots.weight_strip(softmax(s), ax_w, xlabel="")
         ax_w.set_title(
@@ -114,27 +151,74 @@ class ScalingStrip(CourseWidget):
             ylabel="",
         )
         ax_s.set_title(
-            r"scores ÷ $d_k^{\,p}$ (colours on the raw scores' scale)", loc="left", fontsize=9
+            r"scores ÷ $d_k^{\,\alpha}$ (colours on the raw scores' scale)",
+            loc="left",
+            fontsize=9,
         )
         ax_s.set_yticks([])
-        return [self.strip.image, *self.strip.texts, self.scores_strip.image, self.status]
+        return [
+            self.strip.image,
+            *self.strip.texts,
+            self.scores_strip.image,
+            self.status,
+            *self.draw_panel(panel, n),
+        ]
 
-    def update(self, p: float, d_k: int) -> None:
+    def draw_panel(self, ax: Any, n: int) -> list[Any]:
+        """Mean entropy of random rows against α: grey for every d_k, blue for this one."""
+        d_ks = D_KS if self.built_in else (self.d_k,)
+        at = int(np.searchsorted(ALPHAS, 0.2))  # where the curves are well apart
+        for i, d_k in enumerate(d_ks):
+            curve = mean_entropy_curve(d_k, n)
+            ax.plot(ALPHAS, curve, color="0.7", lw=1)
+            ax.text(
+                ALPHAS[at],
+                curve[at],
+                f"$d_k$ = {d_k}" if i == 0 else f"{d_k}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="0.35",
+                bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none"},
+            )
+        ax.axhline(np.log(n), color="grey", ls="--", lw=1)
+        ax.text(1.0, np.log(n), f"uniform: log {n}", ha="right", va="bottom", fontsize=7)
+        ax.axvline(0.5, color="grey", ls=":", lw=1)
+        ax.set(
+            xlim=(-0.02, 1.02),
+            ylim=(0.0, np.log(n) * 1.12),
+            xticks=(0.0, 0.25, 0.5, 0.75, 1.0),
+            xlabel=r"exponent $\alpha$",
+            ylabel="entropy (nats)",
+        )
+        which = "one curve per $d_k$" if self.built_in else "of your $d_k$ and length"
+        ax.set_title(
+            f"mean entropy of {CURVE_ROWS} random rows q·k,\n{which}", loc="left", fontsize=9
+        )
+        (self.curve,) = ax.plot([], [], color=plots.ACCENT, lw=2)
+        (self.dot,) = ax.plot([], [], "o", color=plots.ACCENT, ms=7)
+        return [self.curve, self.dot]
+
+    def update(self, alpha: float, d_k: int) -> None:
         if d_k != self.d_k:  # the built-in row for another length: new scores, new colours
             self.d_k, self.scores = d_k, example_scores(d_k)
             limit = float(np.abs(self.scores).max()) or 1.0
             self.scores_strip.image.set_clim(-limit, limit)
         self.ends.value = (
-            f"p = 0: ÷ 1, the raw scores &nbsp;…&nbsp; p = 0.5: ÷ √d_k = "
-            f"÷ {np.sqrt(self.d_k):.2f} &nbsp;…&nbsp; p = 1: ÷ d_k = ÷ {self.d_k}"
+            f"α = 0: ÷ 1, the raw scores &nbsp;…&nbsp; α = 0.5: ÷ √d_k = "
+            f"÷ {np.sqrt(self.d_k):.2f} &nbsp;…&nbsp; α = 1: ÷ d_k = ÷ {self.d_k}"
         )
-        divisor = float(self.d_k) ** p
+        divisor = float(self.d_k) ** alpha
         scaled = self.scores / divisor
         weights = softmax(scaled)
         largest, ent = float(weights.max()), float(entropy(weights))
         self.strip.update(weights)
         self.scores_strip.update(scaled)
         self.status.set_text(f"largest {largest:.3f}    entropy {ent:.2f} nats")
+        curve = mean_entropy_curve(self.d_k, self.scores.size)
+        mean_entropy = float(np.interp(alpha, ALPHAS, curve))
+        self.curve.set_data(ALPHAS, curve)
+        self.dot.set_data([alpha], [mean_entropy])
         if divisor == 1.0:
             which = " (the raw scores)"
         elif np.isclose(divisor, np.sqrt(self.d_k)):
@@ -153,18 +237,21 @@ class ScalingStrip(CourseWidget):
             "weights": weights,
             "largest": largest,
             "entropy": ent,
+            "mean_entropy": mean_entropy,
             "d_k": self.d_k,
         }
 
 
 def scaling_strip(scores: Any = None, d_k: int | None = None) -> ScalingStrip:
-    """A strip of softmax weights for one score row, with a slider dividing the scores by d_k^p.
+    """A strip of softmax weights for one score row, with a slider dividing the scores by d_k^α.
 
     ``scores``: optional 1-D array of 2 to 16 finite raw scores; pass ``d_k`` with them.
     ``d_k``: optional whole number ≥ 1 (default 256); alone, it makes a built-in row of
-    10 scores q·k of that length (seeded). The slider moves p from 0 (÷1, the raw scores)
-    through 0.5 (÷√d_k) to 1 (÷d_k). ``controls``: ``"p"``, and ``"d_k"``, which moves
-    the built-in row through ``D_KS`` (for your own scores it stays at your d_k).
+    10 scores q·k of that length (seeded). The slider moves α from 0 (÷1, the raw scores)
+    through 0.5 (÷√d_k) to 1 (÷d_k). ``controls``: ``"alpha"``, and ``"d_k"``, which moves
+    the built-in row through ``D_KS`` (for your own scores it stays at your d_k). Beside
+    the row, the mean entropy of 400 random rows of the same length against α, one curve
+    per d_k, with a dot at the slider's α.
 
     Lesson: ``notebooks/03_scaling.ipynb``.
     """
@@ -179,7 +266,7 @@ def scaling_strip(scores: Any = None, d_k: int | None = None) -> ScalingStrip:
         )
     if d_k is None:
         raise ValueError(
-            "d_k is needed with your scores: the slider divides them by d_k^p, up to "
+            "d_k is needed with your scores: the slider divides them by d_k^α, up to "
             "√d_k. Pass the length of your query and key vectors, e.g. "
             "scaling_strip(scores=s, d_k=64)."
         )

@@ -3,8 +3,8 @@
 ``formula_explorer()`` shows the attention weights softmax(s · Q Kᵀ) of a tiny
 example as a heatmap, and the selected query's output row next to the value
 rows it mixes. The scale s runs from 0 (all weights equal: every output is the
-plain average of the values) through the formula's 1/√d_k to 2 (weights piled
-onto the best-matching key).
+plain average of the values) through the formula's 1/√d_k to 5 (in the built-in
+example, every row gives at least 0.98 of its weight to its best-matching key).
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ from ..softmax import softmax
 from ._base import CourseWidget
 from ._check import all_or_none, labels_for, learner_array
 
-# The Okabe-Ito colours after the course's first three: one per value row.
-# Vermillion (plots.SECOND) is left out: it frames the selected query.
-_VALUE_COLOURS = (plots.THIRD, "#CC79A7", "0.15", "#E69F00", "#56B4E9", "#F0E442")
+# The Okabe-Ito colours after the course's first two: one per value row. Vermillion
+# (plots.SECOND) is left out, as it frames the selected query; near-black comes last, as it
+# is hard to tell from the zero line.
+_VALUE_COLOURS = (plots.THIRD, "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "0.15")
+MAX_SCALE = 5.0
 MAX_TOKENS = 8
 MAX_D_V = 12
 _ANNOTATE_CELLS = 16
@@ -38,6 +40,7 @@ class FormulaExplorer(CourseWidget):
 
     ncols = 2
     figsize = (7.0, 3.0)
+    dpi = 100
     subplot_kw = {"gridspec_kw": {"width_ratios": [1.0, 1.1]}}
 
     def __init__(self, Q: np.ndarray, K: np.ndarray, V: np.ndarray, keys: list[str]) -> None:
@@ -52,7 +55,7 @@ class FormulaExplorer(CourseWidget):
         scale = widgets.FloatSlider(
             value=self.default_scale,
             min=0.0,
-            max=2.0,
+            max=MAX_SCALE,
             step=0.05,
             description="scale",
             readout_format=".2f",
@@ -113,7 +116,7 @@ class FormulaExplorer(CourseWidget):
         ax_o.set_xlabel("column of V")
         ax_o.set_ylabel("value")
         ax_o.set_title("output = weights · V")
-        ax_o.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        ax_o.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         # The value marks never move, but they are animated too so that they are drawn
         # over the bars (animated artists are drawn after the still background).
         return [self.heat.image, *self.heat.texts, self.frame, self.bars, *marks]
@@ -145,8 +148,8 @@ def formula_explorer(
     Q ``(n_q, d_k)``, K ``(n_k, d_k)``, V ``(n_k, d_v)``, all or none (the
     built-in example: 3 tokens, d_k = d_v = 4); ``tokens``: one label per key
     (also used for the queries when n_q = n_k). At most 8 tokens and 12 value
-    columns. The scale starts at the formula's 1/√d_k. ``controls``: ``"scale"``,
-    ``"query"``.
+    columns. The scale runs from 0 to 5 and starts at the formula's 1/√d_k.
+    ``controls``: ``"scale"``, ``"query"``.
 
     Lesson: ``notebooks/00_start_here.ipynb``.
     """

@@ -1,9 +1,10 @@
 """Q/K/V explorer: one query's raw scores, scaled scores, weights and output, side by side.
 
 Formula: for query i, ``s_j = q_i · k_j``, scaled ``s_j / √d_k``, weights
-``a = softmax(s / √d_k)`` and output ``z_i = Σ_j a_j v_j``. The output panel
-shades each value column's range [min_j V_jc, max_j V_jc]: a convex combination
-can never leave it.
+``a = softmax(c · s / √d_k)`` with the sharpening factor c (1 is attention as it is; c is
+1/temperature) and output ``z_i = Σ_j a_j v_j``. The output panel shades each value
+column's range [min_j V_jc, max_j V_jc]: a convex combination can never leave it, however
+sharp or flat the weights.
 
 Lesson: ``notebooks/05_values.ipynb``.
 """
@@ -126,8 +127,13 @@ class QKVExplorer(CourseWidget):
         self.d_k = Q.shape[1]
         self.raw = Q @ K.T
         self.scaled = self.raw / np.sqrt(self.d_k)
-        self.weights = softmax(self.scaled, axis=-1)
-        self.out = self.weights @ V
+        self._sharpen(1.0)
+
+    def _sharpen(self, factor: float) -> None:
+        # Every query's weights at this factor, so choosing a query only redraws.
+        self.factor = factor
+        self.weights = softmax(factor * self.scaled, axis=-1)
+        self.out = self.weights @ self.V
 
     def make_controls(self) -> dict[str, Any]:
         pick = widgets.ToggleButtons(
@@ -136,12 +142,23 @@ class QKVExplorer(CourseWidget):
             description="query",
             style={"button_width": "52px"},
         )
-        return {"query": pick}
+        sharpen = widgets.FloatLogSlider(
+            value=1.0,
+            base=2,
+            min=-2,
+            max=4,
+            step=0.25,
+            description="× scores",
+            readout_format=".3g",
+            continuous_update=True,
+        )
+        return {"query": pick, "sharpen": sharpen}
 
     def arrange(self) -> list[Any]:
         boxes = [self.inputs[name] for name in "QKV"]
         return [
             self.controls["query"],
+            self.controls["sharpen"],
             self.view.image,
             self.readout,
             widgets.HBox(boxes),
@@ -211,7 +228,9 @@ class QKVExplorer(CourseWidget):
             *self.weight_texts,
         ]
 
-    def update(self, query: int) -> None:
+    def update(self, query: int, sharpen: float) -> None:
+        if sharpen != self.factor:
+            self._sharpen(float(sharpen))
         i = query
         rows = {
             "raw": self.raw[i],
@@ -243,12 +262,13 @@ class QKVExplorer(CourseWidget):
             for w, k in zip(self.weights[i], self.labels, strict=True)
         )
         out = ", ".join(f"{z:.3f}" for z in self.out[i])
+        weight = "weight" if self.factor == 1 else f"weight (scores × {self.factor:.3g})"
         return (
             f"<b>query {name}</b>"
             f"<table style='font-size:12px'><tr><th></th>{keys}</tr>"
             f"{row('raw score', self.raw[i])}"
             f"{row(f'÷ √{self.d_k}', self.scaled[i])}"
-            f"{row('weight', self.weights[i])}</table>"
+            f"{row(weight, self.weights[i])}</table>"
             f"z<sub>{name}</sub> = {terms} = [{out}]"
         )
 
@@ -303,7 +323,9 @@ def qkv_explorer(
     tokens. The panels' limits are fixed from the data, so what moves when you
     pick another query is the numbers, never the scale.
 
-    ``controls``: ``"query"`` (fast: it only redraws). The three text boxes for
+    ``controls``: ``"query"`` (fast: it only redraws) and ``"sharpen"``, a factor c on the
+    scaled scores before the softmax (1/temperature, from 1/4 to 16): move it up and each
+    output slides from near the mean of the values towards one value row. The three text boxes for
     typing your own matrices, and their Apply button, are in
     ``w.inputs`` (``"Q"``, ``"K"``, ``"V"``, ``"apply"``), not in ``controls``:
     applying new matrices rebuilds the figure, which is slower. A problem with

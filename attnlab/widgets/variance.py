@@ -15,7 +15,7 @@ from matplotlib.patches import Rectangle
 
 from .. import plots
 from .._inputs import is_whole_number
-from ..lessons.variance import DISTRIBUTIONS, samples_by_dk
+from ..lessons.variance import DISTRIBUTION_LABELS, DISTRIBUTIONS, samples_by_dk
 from ._base import CourseWidget
 from ._check import whole_number
 
@@ -25,7 +25,7 @@ SAMPLES_RANGE = (100, 100_000)
 RAW_BINS = 80
 SCALED_LIMIT = 5.0
 SCALED_BINS = 50
-SCALED_TOP = 1.1  # the tallest scaled histogram (d_k = 1, a spike at 0) stays below this
+SCALED_TOP = 1.1  # at least this tall: the normal curve (0.4) and d_k = 1's spike fit
 
 
 def _check_d_ks(d_ks: Any) -> tuple[int, ...]:
@@ -52,36 +52,59 @@ def _raw_limit(largest_d_k: int) -> float:
 
 
 class VarianceExplorer(CourseWidget):
-    """Histograms of q·k (raw, and ÷ √d_k) for the d_k on the slider.
+    """Histograms of q·k (raw, and ÷ √d_k) for the d_k on the slider and the entries'
+    distribution in the dropdown.
 
-    ``shown``: ``"d_k"``, ``"raw_std"`` and ``"scaled_std"`` (measured on the samples
-    shown), ``"raw"`` and ``"scaled"`` (the bar heights of each histogram).
+    ``samples`` maps each distribution to ``{d_k: samples}``; ``n_samples`` is the number
+    of samples per d_k, for the note under the figure. ``shown``: ``"d_k"``, ``"dist"``,
+    ``"raw_std"`` and ``"scaled_std"`` (measured on the samples shown), ``"raw"`` and
+    ``"scaled"`` (the bar heights of each histogram, both densities, each on one y-axis
+    shared by every d_k and distribution).
     """
 
     ncols = 2
     figsize = (7.6, 3.0)
 
-    def __init__(self, samples: dict[int, np.ndarray], note: str) -> None:
+    def __init__(
+        self, samples: dict[str, dict[int, np.ndarray]], dist: str, n_samples: int
+    ) -> None:
         self.samples = samples
-        self.d_ks = sorted(samples)
+        self.dist, self.n_samples = dist, n_samples
+        self.d_ks = sorted(samples[dist])
         self.raw_limit = _raw_limit(self.d_ks[-1])
         raw_edges = np.linspace(-self.raw_limit, self.raw_limit, RAW_BINS + 1)
         scaled_edges = np.linspace(-SCALED_LIMIT, SCALED_LIMIT, SCALED_BINS + 1)
         # Everything the slider shows is computed here, once.
-        self.frames = {}
-        for d, s in samples.items():
-            raw_counts, _ = np.histogram(s, bins=raw_edges)
-            scaled = s / np.sqrt(d)
-            scaled_counts, _ = np.histogram(scaled, bins=scaled_edges)
-            self.frames[d] = {
-                "d_k": d,
-                "raw": raw_counts / max(raw_counts.max(), 1),
-                "scaled": scaled_counts / (s.size * np.diff(scaled_edges)),
-                "raw_std": float(np.std(s, ddof=1)),
-                "scaled_std": float(np.std(scaled, ddof=1)),
-            }
+        self.frames: dict[tuple[str, int], dict[str, Any]] = {}
+        for name, by_dk in samples.items():
+            for d, s in by_dk.items():
+                raw_counts, _ = np.histogram(s, bins=raw_edges)
+                scaled = s / np.sqrt(d)
+                scaled_counts, _ = np.histogram(scaled, bins=scaled_edges)
+                self.frames[name, d] = {
+                    "d_k": d,
+                    "dist": name,
+                    # A density on one shared axis: the peak drops like 1/√d_k as it widens.
+                    "raw": raw_counts / (s.size * np.diff(raw_edges)),
+                    "scaled": scaled_counts / (s.size * np.diff(scaled_edges)),
+                    "raw_std": float(np.std(s, ddof=1)),
+                    "scaled_std": float(np.std(scaled, ddof=1)),
+                }
+        # Each distribution's axes fit all its frames: ±1 entries at d_k = 1 put all the
+        # scaled samples in two bins, far above the normal curve. Switching the
+        # distribution redraws the figure with its own axes (see ``refresh``).
+        self.tops = {}
+        for name in samples:
+            frames = [f for (n, _), f in self.frames.items() if n == name]
+            self.tops[name] = (
+                1.1
+                * max(
+                    max(float(f["raw"].max()) for f in frames),
+                    1 / np.sqrt(2 * np.pi * self.d_ks[0]),
+                ),
+                max(SCALED_TOP, 1.1 * max(float(f["scaled"].max()) for f in frames)),
+            )
         super().__init__()
-        self.readout.value = note
 
     def make_controls(self) -> dict[str, Any]:
         slider = widgets.SelectionSlider(
@@ -90,23 +113,37 @@ class VarianceExplorer(CourseWidget):
             description="d_k",
             layout=widgets.Layout(width="420px"),
         )
-        return {"d_k": slider}
+        dropdown = widgets.Dropdown(
+            options=[(DISTRIBUTION_LABELS[d], d) for d in self.samples],
+            value=self.dist,
+            description="entries",
+            layout=widgets.Layout(width="260px"),
+        )
+        return {"d_k": slider, "dist": dropdown}
 
     def draw(self, axes: np.ndarray) -> list[Any]:
         ax_raw, ax_scaled = axes[0]
         first, limit = self.d_ks[0], self.raw_limit
         self.raw_hist = plots.histogram(
-            self.samples[first],
+            self.samples[self.dist][first],
             ax_raw,
             bins=RAW_BINS,
             range=(-limit, limit),
-            density=False,
             title="raw scores q·k",
             xlabel="q·k",
         )
-        ax_raw.set_ylabel("count / largest count")
+        self.raw_x = np.linspace(-limit, limit, 400)
+        (self.raw_curve,) = ax_raw.plot(
+            self.raw_x,
+            self._normal(first),
+            color=plots.SECOND,
+            linewidth=1.2,
+            label="normal, std √d_k",
+        )
+        ax_raw.legend(loc="upper right", fontsize=8)
         ax_raw.set_xlim(-limit, limit)
-        ax_raw.set_ylim(0, 1.25)
+        raw_top, scaled_top = self.tops[self.dist]
+        ax_raw.set_ylim(0, raw_top)
         # A Rectangle spanning the axes' height, as axvspan makes it from matplotlib 3.9 on
         # (before, axvspan makes a Polygon, which has no set_x / set_width).
         self.band = ax_raw.add_patch(
@@ -125,7 +162,7 @@ class VarianceExplorer(CourseWidget):
         )
 
         self.scaled_hist = plots.histogram(
-            self.samples[first] / np.sqrt(first),
+            self.samples[self.dist][first] / np.sqrt(first),
             ax_scaled,
             bins=SCALED_BINS,
             range=(-SCALED_LIMIT, SCALED_LIMIT),
@@ -142,21 +179,36 @@ class VarianceExplorer(CourseWidget):
         )
         ax_scaled.legend(loc="upper right", fontsize=8)
         ax_scaled.set_xlim(-SCALED_LIMIT, SCALED_LIMIT)
-        ax_scaled.set_ylim(0, SCALED_TOP)
+        ax_scaled.set_ylim(0, scaled_top)
         self.scaled_text = ax_scaled.text(
             0.03, 0.95, "", transform=ax_scaled.transAxes, va="top", fontsize=9
         )
         return [
             self.raw_hist.patch,
+            self.raw_curve,
             self.band,
             self.raw_text,
             self.scaled_hist.patch,
             self.scaled_text,
         ]
 
-    def update(self, d_k: int) -> None:
-        frame = self.frames[d_k]
+    def refresh(self) -> None:
+        # The axes are drawn for one distribution: another one gets a new figure.
+        dist = self.controls["dist"].value
+        if dist != self.dist:
+            self.dist = dist
+            self.rebuild()  # draws the axes for self.dist, then refreshes
+            return
+        super().refresh()
+
+    def _normal(self, d_k: int) -> np.ndarray:
+        # The normal density with standard deviation √d_k: its peak is 1 / √(2π d_k).
+        return np.exp(-0.5 * self.raw_x**2 / d_k) / np.sqrt(2 * np.pi * d_k)
+
+    def update(self, d_k: int, dist: str) -> None:
+        frame = self.frames[dist, d_k]
         self.raw_hist.patch.set_data(frame["raw"])
+        self.raw_curve.set_ydata(self._normal(d_k))
         std = frame["raw_std"]
         self.band.set_x(-std)
         self.band.set_width(2 * std)
@@ -164,6 +216,11 @@ class VarianceExplorer(CourseWidget):
         self.scaled_hist.patch.set_data(frame["scaled"])
         self.scaled_text.set_text(f"measured std {frame['scaled_std']:.2f}")
         self.shown = dict(frame)
+        self.readout.value = (
+            f"{self.n_samples} dot products per d_k ({dist} entries: "
+            f"{DISTRIBUTION_LABELS[dist]}, mean 0, variance 1). "
+            "Shaded: ± one measured standard deviation."
+        )
 
 
 def variance_explorer(
@@ -177,14 +234,15 @@ def variance_explorer(
 
     ``d_ks``: the d_k values on the slider (whole numbers from 1 to 4096; default the
     powers of two 1, 2, ..., 512). ``n_samples``: dot products per d_k (100 to 100 000).
-    ``dist``: how the entries of q and k are drawn, "normal", "uniform" or
-    "rademacher" (each with mean 0 and variance 1). ``seed`` fixes the samples.
-    ``controls``: ``"d_k"``.
+    ``dist``: how the entries of q and k are drawn at first, "normal", "uniform" or
+    "rademacher" (each with mean 0 and variance 1); the dropdown switches between them.
+    ``seed`` fixes the samples. ``controls``: ``"d_k"`` and ``"dist"``.
 
-    The left panel keeps a fixed x-range wide enough for the largest d_k and shows
-    each histogram with its tallest bar at the same height, so only the spread
-    changes; the shaded band is ± one measured standard deviation. The right panel
-    shows the same samples divided by √d_k, as a density on a fixed range.
+    The left panel keeps fixed axes, wide enough for the largest d_k and tall enough
+    for the smallest: each histogram is a density, so as it widens like √d_k its peak
+    drops like 1/√d_k (the curve is the normal density with standard deviation √d_k);
+    the shaded band is ± one measured standard deviation. The right panel shows the
+    same samples divided by √d_k, as a density on fixed axes.
 
     Lesson: ``notebooks/02_variance.ipynb``.
     """
@@ -194,9 +252,9 @@ def variance_explorer(
         raise ValueError(
             f"dist must be one of {', '.join(map(repr, DISTRIBUTIONS))}, got {dist!r}."
         )
-    samples = samples_by_dk(checked, n_samples, np.random.default_rng(seed), dist)
-    note = (
-        f"{n_samples} dot products per d_k ({dist} entries, mean 0, variance 1). "
-        "Shaded: ± one measured standard deviation."
-    )
-    return VarianceExplorer(samples, note)
+    # The same seed for each distribution: the one chosen gets the samples it always had.
+    samples = {
+        name: samples_by_dk(checked, n_samples, np.random.default_rng(seed), name)
+        for name in DISTRIBUTIONS
+    }
+    return VarianceExplorer(samples, dist, n_samples)

@@ -49,6 +49,7 @@ ERROR_OUTPUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.st
 # solution by one substitution: (what the solution says, what the mistake says).
 CLASSIC_MISTAKES = {
     "scale_factor": ("np.sqrt(d_k)", "d_k"),  # 1/d_k: the square root forgotten
+    "best_key": ("length * direction", "direction"),  # length 1: the length forgotten
     "cross_scores": ("K = X_kv @ W_K", "K = X_kv @ W_Q"),  # keys made with W_Q
     "scaled_scores": ("np.sqrt(d_k)", "d_k"),  # divided by d_k
     "uniform_score_variance": ("var_entry * var_entry * d_k", "var_entry * d_k"),  # σ² once
