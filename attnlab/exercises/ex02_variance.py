@@ -11,7 +11,7 @@ import numpy as np
 
 from ..scores import scaled_scores
 from . import solutions
-from .arrays import ArrayCheck, Case, Mistake, readable
+from .arrays import ArrayCheck, Case, Mistake, readable, softmax_rows
 from .numbers import NumberCheck, Slip
 from .registry import register
 
@@ -86,6 +86,21 @@ MISTAKES = (
         "scores themselves, and the square root of a negative number is not a real number "
         "(NumPy gives NaN). Only d_k belongs under the root; where do your brackets close?",
         lambda Q, K: np.sqrt(Q @ K.T / Q.shape[-1]),
+    ),
+    *(
+        Mistake(
+            f"You divided every score by √{d} = {np.sqrt(d):.4g}, whatever the inputs: your "
+            f"function uses a d_k of {d} from outside it (a variable left over from an earlier "
+            "cell, or a number typed in). These test inputs have other d_k: where in Q or K "
+            "can your function read it?",
+            lambda Q, K, d=d: Q @ K.T / np.sqrt(d),
+        )
+        for d in (64, 512)
+    ),
+    Mistake(
+        "Your rows sum to 1: you applied a softmax. This exercise asks for the scaled scores "
+        "themselves, the numbers that go *into* the softmax.",
+        lambda Q, K: softmax_rows(Q @ K.T / np.sqrt(Q.shape[-1])),
     ),
 )
 
@@ -245,29 +260,29 @@ def uniform_cases() -> list[Case]:
 
 
 _UNIFORM = (
-    "Two steps: a uniform entry on [−1, 1] has variance w²/12 with width w = 2, so σ² = 1/3 "
-    "for q and for k; then Var(q·k) = σ_q² σ_k² d_k"
+    "Two steps: what is the variance of one entry uniform on [−1, 1] (Section 6 gives the "
+    "rule for an interval of width w), and how does Section 7 combine σ_q², σ_k² and d_k?"
 )
 
 UNIFORM_MISTAKES = (
     Mistake(
         "That is d_k, the variance for entries of variance 1. Entries uniform on [−1, 1] "
-        f"are narrower than that. {_UNIFORM}.",
+        f"are narrower than that. {_UNIFORM}",
         lambda d_k: float(d_k),
     ),
     Mistake(
         "You used the variance 1/3 once, but both q and k have it: every product q_i k_i "
-        f"has variance σ_q² σ_k² = 1/3 · 1/3. {_UNIFORM}.",
+        f"has variance σ_q² σ_k². {_UNIFORM}",
         lambda d_k: d_k / 3,
     ),
     Mistake(
         "That is the standard deviation, √(d_k / 9) = √d_k / 3; the question asks for the "
-        f"variance. {_UNIFORM}.",
+        f"variance. {_UNIFORM}",
         lambda d_k: np.sqrt(d_k) / 3,
     ),
     Mistake(
         "1/12 is the variance of a uniform entry on an interval of width 1, such as "
-        f"[0, 1]; [−1, 1] has width 2. {_UNIFORM}.",
+        f"[0, 1]; what is the width of [−1, 1]? {_UNIFORM}",
         lambda d_k: d_k / 144,
     ),
     Mistake(
@@ -285,6 +300,22 @@ UNIFORM_MISTAKES = (
         "That is (d_k / 3)², so d_k got squared too. Each of the d_k products q_i k_i has "
         "variance σ_q² σ_k², and their variances add up: how often does d_k appear then?",
         lambda d_k: (d_k / 3) ** 2,
+    ),
+    Mistake(
+        "That is d_k / 36: a variance of 1/6 per entry, w/12 with the width not squared. "
+        f"Look at the rule for an interval of width w again. {_UNIFORM}",
+        lambda d_k: d_k / 36,
+    ),
+    Mistake(
+        "That is 4·d_k / 9: a variance of 2/3 per entry, as if the density on [−1, 1] were "
+        "1. The density of a uniform variable is 1 / width: what is it here? "
+        f"{_UNIFORM}",
+        lambda d_k: 4 * d_k / 9,
+    ),
+    Mistake(
+        "That is d_k / 81: one entry's variance squared once too often. σ² is "
+        f"already a variance: how many factors of it does one product q_i k_i carry? {_UNIFORM}",
+        lambda d_k: d_k / 81,
     ),
     Mistake(
         "Your number is rounded down to a whole number: `//` is floor division. "

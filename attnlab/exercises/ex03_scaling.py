@@ -248,7 +248,7 @@ DIVISOR_MISTAKES = (
         lambda d_k, v, sq, sk: np.sqrt(d_k / v) / (sq * sk),
     ),
     Mistake(
-        f"You multiplied where you should divide: your τ gives variance 1/(target²). {_RULE}.",
+        f"You multiplied where you should divide: your τ gives variance 1/target. {_RULE}.",
         lambda d_k, v, sq, sk: sq * sk * np.sqrt(d_k * v),
     ),
     Mistake(

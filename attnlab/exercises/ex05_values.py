@@ -587,7 +587,7 @@ def _by_hand_passed(value: float) -> str:
         f"z = ({z[0]:.3f}, {z[1]:.3f}). k_0 agrees most with q and takes most of the weight. "
         f"k_2 opposes q and gets the least, yet its value's first entry, "
         f"{BY_HAND_V[2, 0]:g}, still adds {weights[2] * BY_HAND_V[2, 0]:.2f} to the result: "
-        f"a softmax weight is never exactly 0."
+        f"without a mask, a softmax weight is never exactly 0."
     )
 
 

@@ -80,7 +80,8 @@ def divisor_for_variance(d_k, target_variance, sigma_q=1.0, sigma_k=1.0):
 
 
 def temperature_for_entropy(scores, target):
-    low, high = 1e-3, 1e3  # entropy rises with τ: halve [low, high] until it is narrow
+    spread = scores.max() - scores.min()  # only scores / τ matters: size τ by the row
+    low, high = spread * 1e-3, spread * 1e3  # entropy rises with τ: halve until narrow
     for _ in range(100):
         tau = np.sqrt(low * high)  # the middle of the interval on a log scale
         if entropy(softmax(scores / tau)) < target:  # one row in, one entropy out

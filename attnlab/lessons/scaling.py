@@ -443,9 +443,19 @@ def temperature_for_entropy(scores, target: float, low: float = 1e-3, high: floa
     """
     s = np.asarray(scores, dtype=np.float64)
     lo, hi = np.log(low), np.log(high)
-    for _ in range(100):
+
+    def entropy_at(log_tau: float) -> float:
+        return float(entropy(softmax(s / np.exp(log_tau))))
+
+    # Widen the interval by factors of 10 until it holds the answer, so that rows of any
+    # scale work (bounded: exp(±700) is still a finite float).
+    while entropy_at(hi) < target and hi < 700:
+        hi += np.log(10.0)
+    while entropy_at(lo) > target and lo > -700:
+        lo -= np.log(10.0)
+    for _ in range(200):
         mid = (lo + hi) / 2
-        if float(entropy(softmax(s / np.exp(mid)))) < target:
+        if entropy_at(mid) < target:
             lo = mid
         else:
             hi = mid

@@ -189,7 +189,7 @@ class QKVExplorer(CourseWidget):
             np.zeros(n_k),
             ax_w,
             labels=labels,
-            title="weights (sum to 1)",
+            title="weights: softmax(c · scaled)",
             color=plots.THIRD,
             ylim=(0, 1.18),
         )
