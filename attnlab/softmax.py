@@ -121,3 +121,23 @@ def entropy(p: ArrayLike, axis: int = -1) -> np.ndarray:
     # log(1) = 0, so the entries with p = 0 contribute exactly 0 and log never sees a 0.
     logs = np.log(np.where(p > 0, p, 1.0))
     return (-(p * logs).sum(axis=axis)).astype(out, copy=False)
+
+
+def saturated_share(p: ArrayLike, threshold: float = 0.99) -> float:
+    """The share of softmax rows whose largest weight is above ``threshold``.
+
+    A row above 0.99 (the default) is what the course calls *saturated*: almost all its
+    weight on one key, and almost no gradient back to its scores. Other thresholds ask
+    other questions, e.g. 0.5: does one key get most of the weight?
+
+    Shapes: ``p (..., n)``, rows of weights → a float between 0 and 1.
+
+    Lessons: ``notebooks/02_variance.ipynb``, ``notebooks/03_scaling.ipynb``,
+    ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    p = as_real_array(p, "p")
+    if p.ndim == 0:
+        raise ValueError("p must have at least one dimension (a row of weights).")
+    if not 0 <= threshold < 1:
+        raise ValueError(f"threshold must be a weight in [0, 1), got {threshold!r}.")
+    return float((p.max(axis=-1) > threshold).mean())

@@ -16,6 +16,7 @@ from attnlab import (
     tiled_attention,
 )
 from attnlab.fast import attention as fast_attention
+from attnlab.softmax import saturated_share
 
 
 def naive_attention(Q, K, V, keep=None, scale=None):
@@ -448,3 +449,14 @@ def test_every_public_function_documents_formula_shapes_and_lesson():
         assert "Lesson" in doc and "notebooks/" in doc, name
         assert "Shapes" in doc or "Shape" in doc or "shapes" in doc, name
         assert "Formula" in doc or "formula" in doc or "::" in doc, name
+
+
+def test_saturated_share_counts_rows_above_the_threshold():
+    p = np.array([[0.995, 0.005], [0.6, 0.4], [0.5, 0.5], [1.0, 0.0]])
+    assert saturated_share(p) == 0.5
+    assert saturated_share(p, 0.5) == 0.75
+    assert saturated_share(p[None], 0.99) == 0.5  # any leading axes
+    with pytest.raises(ValueError, match="threshold"):
+        saturated_share(p, 1.0)
+    with pytest.raises(ValueError, match="p must"):
+        saturated_share(np.float64(0.5))

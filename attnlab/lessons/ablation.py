@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..backward import softmax_backward
-from ..softmax import entropy, softmax
+from ..softmax import entropy, saturated_share, softmax
 from .retrieval import (  # noqa: F401 - the notebook reads the model through this module too
     LEARNING_RATE,
     PARAMETERS,
@@ -486,7 +486,7 @@ def start_of_training(
     grad_s = np.linalg.norm(softmax_backward(p, grad_p), axis=-1)
     _, grads, _ = loss_and_grads(params, task, batch, scale)
     return {
-        "saturated": float((p.max(axis=-1) > saturated).mean()),
+        "saturated": saturated_share(p, saturated),
         "median_grad_s": float(np.median(grad_s)),
         "max_grad_s": float(grad_s.max()),
         "grad_W_Q": float(np.mean([np.linalg.norm(g) for g in grads["W_Q"]])),

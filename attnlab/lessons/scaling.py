@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..softmax import entropy, softmax, softmax_jacobian
+from ..softmax import saturated_share as share_above
 
 # Key dimensions the experiments sweep: 1, 2, 4, ..., 1024.
 DK_GRID = 2 ** np.arange(11)
@@ -218,7 +219,7 @@ def saturated_share(S, threshold: float = 0.99) -> float:
 
     Lesson: ``notebooks/03_scaling.ipynb``.
     """
-    return float((softmax(S).max(axis=-1) > threshold).mean())
+    return share_above(softmax(S), threshold)
 
 
 def mean_entropy_by_exponent(

@@ -165,12 +165,12 @@ def share_of_dominated_rows(
 
     Lesson: ``notebooks/02_variance.ipynb`` (what √d_k-sized scores do to one row).
     """
-    from ..softmax import softmax
+    from ..softmax import saturated_share, softmax
 
     Q = rng.standard_normal((int(n_rows), int(d_k)))
     K = rng.standard_normal((int(n_keys), int(d_k)))
     scores = Q @ K.T / (np.sqrt(d_k) if scale else 1.0)
-    return float((softmax(scores).max(axis=-1) > above).mean())
+    return saturated_share(softmax(scores), above)
 
 
 def excess_kurtosis(samples: ArrayLike) -> float:
@@ -349,7 +349,7 @@ def initial_spread(
     Shapes: x ``(n_sequences, n_tokens, d_model)``; W ``(d_model, d_k)``.
     Lesson: ``notebooks/02_variance.ipynb``.
     """
-    from ..softmax import softmax
+    from ..softmax import saturated_share, softmax
 
     x = rng.standard_normal((n_sequences, n_tokens, d_model))
     out = {}
@@ -358,7 +358,7 @@ def initial_spread(
         q, k = x @ W_Q, x @ W_K
         raw = q @ np.swapaxes(k, -1, -2)
         share = {
-            label: float((softmax(s).max(axis=-1) > saturated).mean())
+            label: saturated_share(softmax(s), saturated)
             for label, s in (("saturated_raw", raw), ("saturated_scaled", raw / np.sqrt(d_k)))
         }
         out[name] = {
