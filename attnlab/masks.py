@@ -2,7 +2,7 @@
 
 Lesson: ``notebooks/04_softmax.ipynb`` (masking with -inf, the causal mask),
 ``notebooks/06_heads_and_masks.ipynb`` (padding and causal masks) and
-``notebooks/09_attention_family.ipynb`` (the causal mask aligned at the bottom right).
+``notebooks/10_in_practice.ipynb`` (the causal mask aligned at the bottom right).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def causal_lower_right(n_q: int, n_k: int) -> np.ndarray:
 
     Shapes: returns bool ``(n_q, n_k)``.
 
-    Lesson: ``notebooks/09_attention_family.ipynb``.
+    Lesson: ``notebooks/10_in_practice.ipynb``.
     """
     n_q, n_k = check_size(n_q, "n_q"), check_size(n_k, "n_k")
     return np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + (n_k - n_q)

@@ -1,8 +1,8 @@
 """How much memory a computation allocates at its peak, measured with tracemalloc.
 
 NumPy reports its array buffers to tracemalloc, so the peak counts every temporary
-array. Lesson 07 measures attention's n × n matrices with it, lesson 09 the two
-orders of linear attention, and the checker of lesson 09's ``linear_attention``
+array. Lesson 07 measures attention's n × n matrices with it, lesson 10 the two
+orders of linear attention, and the checker of lesson 10's ``linear_attention``
 tells the quadratic order from the linear one by it.
 """
 
@@ -23,7 +23,7 @@ def measured_peak(run: Callable[[], T]) -> tuple[T, int]:
     first and paused during the call: otherwise it may free earlier garbage (a
     notebook's closed figures, say) in the middle of the call, and the figure would
     depend on when it happened to run.
-    Lessons: ``notebooks/07_cost_and_tiling.ipynb``, ``notebooks/09_attention_family.ipynb``.
+    Lessons: ``notebooks/07_cost_and_tiling.ipynb``, ``notebooks/10_in_practice.ipynb``.
     """
     was_tracing, was_collecting = tracemalloc.is_tracing(), gc.isenabled()
     gc.collect()

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import attnlab
 from attnlab import softmax as course_softmax
 from attnlab.exercises import CheckResult, check, exercise_ids, get_exercise, solution, solutions
 from attnlab.exercises.arrays import ArrayCheck, matches, wrong_result
@@ -26,11 +27,16 @@ IDS = (
     "best_key",
     "cross_scores",
     "scaled_scores",
+    "largest_jacobian_entry",
     "softmax",
     "softmax_jacobian",
-    "causal_mask",
+    "masked_softmax",
     "attention",
     "masked_attention",
+    "scores_for",
+    "merge_states",
+    "online_softmax",
+    "unscaled_as_scaled",
 )
 
 
@@ -87,8 +93,23 @@ def jacobian_rows(P):
     return np.stack([np.diag(p) - np.outer(p, p) for p in P])
 
 
-def causal_loop(n):
-    return [[j <= i for j in range(n)] for i in range(n)]
+def masked_loop_rows(x, mask):
+    keep = np.broadcast_to(mask, x.shape)
+    out = np.zeros(x.shape)
+    for r in range(x.shape[0]):
+        kept = x[r][keep[r]]
+        if kept.size:  # a row with no key left stays all zeros
+            e = np.exp(kept - kept.max())
+            out[r][keep[r]] = e / e.sum()
+    return out
+
+
+def masked_divide_where(x, mask):
+    m = np.max(x, axis=-1, keepdims=True, where=mask, initial=-np.inf)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(np.where(mask, x - m, -np.inf))
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
 def attention_loop(Q, K, V):
@@ -186,10 +207,10 @@ CORRECT = [
     ("softmax_jacobian", lambda P: np.eye(P.shape[1]) * P[:, None] - np.einsum("ri,rj->rij", P, P)),
     ("softmax_jacobian", lambda P: P[..., None] * (np.eye(P.shape[-1]) - P[..., None, :])),
     ("softmax_jacobian", lambda P: jacobian_rows(P).astype(np.float32)),
-    ("causal_mask", causal_loop),
-    ("causal_mask", lambda n: np.tril(np.ones((n, n), dtype=bool))),
-    ("causal_mask", lambda n: np.arange(n)[:, None] >= np.arange(n)),
-    ("causal_mask", lambda n: ~np.triu(np.ones((n, n), dtype=bool), k=1)),
+    ("masked_softmax", masked_loop_rows),
+    ("masked_softmax", masked_divide_where),
+    ("masked_softmax", lambda x, mask: masked_divide_where(x, mask).astype(np.float32)),
+    ("masked_softmax", lambda x, mask: masked_loop_rows(x, mask).tolist()),
     ("attention", attention_loop),
     ("attention", attention_einsum),
     ("attention", lambda Q, K, V: (attention_einsum(Q, K, V)).tolist()),
@@ -279,12 +300,12 @@ def test_reference_solution_passes_its_own_check(exercise):
 @pytest.mark.parametrize(
     ("answer", "dtype"),
     [
-        (lambda n: np.tril(np.ones((n, n), dtype=int)), "int64"),
-        (lambda n: np.tri(n), "float64"),
+        (lambda n_q, n_k: np.tri(n_q, n_k, n_k - n_q, dtype=int), "int64"),
+        (lambda n_q, n_k: np.tri(n_q, n_k, n_k - n_q), "float64"),
     ],
 )
 def test_causal_mask_of_zeros_and_ones_passes_with_a_note_preferring_bool(answer, dtype):
-    result = check("causal_mask", answer)
+    result = check("causal_lower_right", answer)
     assert result.passed, result.message
     assert f"0/1 numbers (dtype {dtype})" in result.message
     assert "bool mask is preferred" in result.message
@@ -359,14 +380,47 @@ def test_each_declared_wrong_number_is_caught_and_named(exercise, value, message
 @pytest.mark.parametrize(
     ("answer", "phrase"),
     [
-        (lambda n: np.where(np.tri(n) > 0, 0.0, -np.inf), "additive mask"),
-        (lambda n: 2 * np.tri(n), "only True and False"),
+        (lambda n_q, n_k: np.where(np.tri(n_q, n_k, n_k - n_q) > 0, 0.0, -np.inf), "additive"),
+        (lambda n_q, n_k: 2 * np.tri(n_q, n_k, n_k - n_q), "only True and False"),
     ],
 )
 def test_a_mask_of_the_wrong_kind_is_refused(answer, phrase):
-    result = check("causal_mask", answer)
+    result = check("causal_lower_right", answer)
     assert not result.passed
     assert phrase in result.message
+
+
+def test_a_right_masked_softmax_that_warns_on_an_empty_row_fails():
+    def warns(x, mask):
+        kept = np.where(mask, x, -np.inf)
+        e = np.exp(kept - kept.max(axis=-1, keepdims=True))  # -inf - (-inf) on an empty row
+        return np.nan_to_num(e / e.sum(axis=-1, keepdims=True))
+
+    result = check("masked_softmax", warns)
+    assert not result.passed
+    assert "NumPy warns along the way" in result.message
+    assert "every key of row 1 blocked" in result.message
+
+
+def _mask_by_arithmetic(x, mask):
+    kept = x * mask + (~mask) * -np.inf  # False · (-inf) is nan
+    e = np.exp(kept - kept.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _mask_after_exp(x, mask):
+    m = np.where(mask, x, -np.inf).max(axis=-1, keepdims=True)
+    e = np.exp(x - np.where(m > -np.inf, m, 0.0)) * mask  # inf · False is nan
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)
+
+
+@pytest.mark.parametrize("answer", [_mask_by_arithmetic, _mask_after_exp])
+def test_a_masked_softmax_that_multiplies_by_the_mask_is_told_to_use_where(answer):
+    result = check("masked_softmax", answer)
+    assert not result.passed
+    assert "np.where(mask, x, -np.inf)" in result.message
+    assert "is nan, not 0" in result.message
 
 
 def test_example_is_small_and_rounded_to_three_decimals():
@@ -720,11 +774,16 @@ def test_exercises_know_their_lessons():
         "best_key": "notebooks/01_dot_product.ipynb",
         "cross_scores": "notebooks/01_dot_product.ipynb",
         "scaled_scores": "notebooks/02_variance.ipynb",
+        "largest_jacobian_entry": "notebooks/03_scaling.ipynb",
         "softmax": "notebooks/04_softmax.ipynb",
         "softmax_jacobian": "notebooks/04_softmax.ipynb",
-        "causal_mask": "notebooks/04_softmax.ipynb",
+        "masked_softmax": "notebooks/04_softmax.ipynb",
         "attention": "notebooks/05_values.ipynb",
         "masked_attention": "notebooks/05_values.ipynb",
+        "scores_for": "notebooks/05_values.ipynb",
+        "merge_states": "notebooks/07_cost_and_tiling.ipynb",
+        "online_softmax": "notebooks/07_cost_and_tiling.ipynb",
+        "unscaled_as_scaled": "notebooks/08_does_scaling_matter.ipynb",
     }
     for exercise in exercise_ids():
         lesson = Path(__file__).resolve().parents[1] / get_exercise(exercise).lesson
@@ -880,3 +939,49 @@ def test_an_answer_of_only_zeros_is_asked_whether_it_is_a_placeholder(exercise):
 
     message = check(exercise, zeros).message
     assert "returns only zeros" in message and "placeholder" in message
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "course_answer", "named"),
+    [
+        ("softmax", lambda x: attnlab.softmax(x), "attnlab.softmax"),
+        ("attention", lambda Q, K, V: attnlab.attention(Q, K, V), "attnlab.attention"),
+        ("online_softmax", lambda scores, block: attnlab.softmax(scores), "attnlab.softmax"),
+        ("entropy", attnlab.entropy, "attnlab.entropy"),
+    ],
+)
+def test_an_answer_that_runs_the_courses_own_function_is_told_to_write_it(
+    exercise_id, course_answer, named
+):
+    result = check(exercise_id, course_answer)
+    assert not result.passed
+    assert f"runs the course's own `{named}`" in result.message
+    assert sys.getprofile() is None  # the spy is gone after the check
+
+
+def test_the_courses_functions_may_be_used_inside_another_exercise():
+    # Lesson 05's attention may use the course's softmax: only the exercise's own job is off limits.
+    def attention(Q, K, V):
+        return attnlab.softmax(Q @ K.T / np.sqrt(Q.shape[-1])) @ V
+
+    assert check("attention", attention).passed
+
+
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        (lambda n_q, n_k, d_k, d_v: (n_q, n_k + 1), "rows is right, the number of columns is not"),
+        (lambda n_q, n_k, d_k, d_v: (n_k + 1, d_v), "columns is right, the number of rows is not"),
+        (lambda n_q, n_k, d_k, d_v: (n_k, n_q), "Neither number is right"),
+    ],
+)
+def test_a_shape_no_named_slip_explains_is_told_which_number_is_off(answer, says):
+    result = check("output_shape", answer)
+    assert not result.passed
+    assert says in result.message
+    assert "Expected" not in result.message  # the answer is not shown as an array
+
+
+def test_a_number_the_case_label_names_is_not_listed_again():
+    message = check("scale_factor", lambda d_k: d_k**-1 / 2).message
+    assert message.count("d_k = 4") == 1

@@ -107,16 +107,20 @@ def submit(root, student: str, lesson: Path, nb) -> None:
 
 
 def with_answer(nb, exercise: str, source: str):
-    for cell in graded_cells(nb, "solution"):
-        if cell.metadata.nbgrader["grade_id"] == f"{exercise}_answer":
-            cell.source = source
+    answers = [
+        cell
+        for cell in graded_cells(nb, "solution")
+        if cell.metadata.nbgrader["grade_id"] == f"{exercise}_answer"
+    ]
+    assert len(answers) == 1, f"the probe lesson has no answer cell for {exercise!r}"
+    answers[0].source = source
     return nb
 
 
 WRONG_SOFTMAX = """def softmax(x):
     e = np.exp(x)  # no maximum subtracted: overflows for large scores
     return e / e.sum(axis=-1, keepdims=True)"""
-ENDLESS_CAUSAL_MASK = """def causal_mask(n):
+ENDLESS_MASKED_SOFTMAX = """def masked_softmax(x, mask):
     while True:
         pass"""
 
@@ -133,7 +137,7 @@ def grades(root):
     for cell in graded_cells(emptied, "locked"):
         cell.source = ""
     submit(root, "dave", probe, emptied)
-    submit(root, "erin", probe, with_answer(source(), "causal_mask", ENDLESS_CAUSAL_MASK))
+    submit(root, "erin", probe, with_answer(source(), "masked_softmax", ENDLESS_MASKED_SOFTMAX))
     csv_path = course.autograde(root, Execute__timeout=CELL_TIMEOUT)
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         scores = {}
@@ -173,7 +177,7 @@ def test_emptied_test_cells_are_restored(grades):
 def test_endless_loop_times_out_and_the_rest_is_graded(grades):
     scores, _ = grades
     full = points(nbformat.read(ROOT / "notebooks" / f"{PROBE}.ipynb", as_version=4))
-    expected = {k: (0 if k == "causal_mask_check" else v) for k, v in full.items()}
+    expected = {k: (0 if k == "masked_softmax_check" else v) for k, v in full.items()}
     assert scores["erin", PROBE] == expected
 
 

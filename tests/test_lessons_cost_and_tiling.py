@@ -1,8 +1,10 @@
 """Tests for lesson 07's experiments (``attnlab.lessons.cost_and_tiling``) and its exercises
-``longest_sequence`` and ``online_softmax`` (``attnlab.exercises.ex07_cost_and_tiling``).
+``longest_sequence``, ``merge_states`` and ``online_softmax``
+(``attnlab.exercises.ex07_cost_and_tiling``).
 """
 
 import math
+import time
 
 import matplotlib
 import numpy as np
@@ -42,6 +44,35 @@ def test_measure_cost_and_tiled_peaks():
     tiled = lesson.tiled_peaks([1024], d=8)
     full = lesson.peak_bytes(attnlab.attention, *lesson.random_qkv(1024, 8), return_weights=True)
     assert tiled[0] < full / 4
+
+
+def test_one_blas_thread_restores_the_setting_and_products_still_work():
+    a = np.ones((64, 64), dtype=np.float32)
+    with lesson.one_blas_thread() as pinned:
+        assert isinstance(pinned, bool)
+        assert float((a @ a)[0, 0]) == 64.0
+    functions = lesson._openblas_thread_functions()
+    if functions is not None:
+        before = functions[0]()
+        with lesson.one_blas_thread():
+            assert functions[0]() == 1
+        assert functions[0]() == before
+
+
+def test_best_time_keeps_the_fastest_run():
+    calls = []
+    assert lesson.best_time(calls.append, 1, repeats=3) >= 0
+    assert calls == [1, 1, 1]
+    calls.clear()
+    lesson.best_time(lambda: calls.append(time.sleep(0.02)), repeats=10, budget=0.01)
+    assert len(calls) == 2  # the budget stops it after two runs
+
+
+def test_measure_stages_and_full_against_tiled():
+    stages = lesson.measure_stages([64, 128], d=8, repeats=1)
+    assert stages.seconds.shape == (2, len(lesson.STAGES)) and np.all(stages.seconds > 0)
+    full, tiled = lesson.time_full_and_tiled(n=128, d=8, block_size=32)
+    assert full > 0 and tiled > 0
 
 
 def test_fitted_slope_recovers_a_power():
@@ -132,10 +163,41 @@ def test_rounding_errors_grow_with_the_size_of_the_scores():
 # -------------------------------------------------------------------- figures
 
 
+def test_weights_round_more_gently_than_scores():
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.normal(size=(m, 16)) for m in (8, 32, 32))
+    for scale in (1.0, 2.0):  # scores of spread 4 and 8: |s| > 1, where ε·|s| > ε
+        for via_s, via_p in lesson.weight_rounding_errors(Q, K, V, scale).values():
+            assert 0 < via_p < via_s
+
+
+def test_running_sum_stalls_in_16_bits():
+    ones = np.ones(600)
+    assert lesson.running_sum(ones, "float64") == 600
+    assert lesson.running_sum(ones, "float32") == 600
+    assert lesson.running_sum(ones, "bfloat16") == 256  # 256 + 1 rounds back to 256
+    assert lesson.running_sum(ones, "float16") == 600  # float16 counts exactly to 2048
+    assert lesson.running_sum(np.ones(3000), "float16") == 2048
+
+
+def test_error_against_spread_grows_and_marks_the_overflow():
+    stds = np.array([0.5, 2.0, 8.0])
+    errors, largest = lesson.error_against_spread(stds, n_q=8, n_k=32, d=16)
+    assert set(errors) == {"float32", "float16", "bfloat16"}
+    assert np.all(np.diff(largest) > 0)
+    assert errors["bfloat16"][-1] > errors["bfloat16"][0]
+    assert np.all(errors["float32"] < errors["float16"])
+
+
 def test_figures_have_titles_and_labels():
     cost = lesson.measure_cost([32, 64, 128], d=4, repeats=1)
+    stages = lesson.measure_stages([32, 64, 128], d=4, repeats=1)
+    stds = np.array([1.0, 6.0])
     figures = [
         lesson.plot_cost(cost),
+        lesson.plot_cost(cost, stages),
+        lesson.plot_tiles(),
+        lesson.plot_error_against_spread(stds, *lesson.error_against_spread(stds, n_k=32)),
         lesson.plot_memory(cost.ns, cost.peak_bytes, cost.peak_bytes / 2),
     ]
     for fig in figures:
@@ -157,7 +219,6 @@ def longest_by_search(memory_bytes, d, bytes_per_number):
 
 LONGEST_CORRECT = [
     solutions.longest_sequence,
-    lesson.longest_sequence,
     # the float root, truncated: exact at these sizes
     lambda memory_bytes, d, bytes_per_number: int(
         math.sqrt(memory_bytes / bytes_per_number / 2 + d * d) - d
@@ -263,7 +324,6 @@ ONLINE_CORRECT = [
     online_python_floats,
     online_first_block_starts,
     online_stores_and_rescales_parts,
-    lambda scores, block_size: attnlab.softmax(scores),  # the checker only sees results
     lambda scores, block_size: solutions.online_softmax(scores.astype(np.float32), block_size),
 ]
 
@@ -331,6 +391,10 @@ ONLINE_MISTAKES = [
     (_per_block, "normalised each block on its own"),
     (lambda s, b: _per_block(s, b, average=True), "divided by the number of blocks"),
     (lambda s, b: np.exp(s - s.max()), "forgot to divide by the sum"),
+    (exercise._exp_against_last_block, "last block's maximum"),
+    (exercise._block_max_as_running_max, "only the current block's maximum"),
+    (exercise._stops_one_short, "stops one start too early"),
+    (exercise._last_block_skipped, "leaves out the last block"),
 ]
 
 
@@ -367,8 +431,62 @@ def test_odd_answers_fail_kindly():
     assert "in place" in check("online_softmax", changes_input).message
 
 
+# --------------------------------------------------------- exercise: merge_states
+
+
+def merge_in_arrays(m1, l1, m2, l2):
+    m = np.maximum(m1, m2)
+    return np.array([m, l1 * np.exp(m1 - m) + l2 * np.exp(m2 - m)])
+
+
+def merge_by_cases(m1, l1, m2, l2):
+    if m1 >= m2:
+        return m1, l1 + l2 * math.exp(m2 - m1)
+    return m2, l1 * math.exp(m1 - m2) + l2
+
+
+@pytest.mark.parametrize("answer", [solutions.merge_states, merge_in_arrays, merge_by_cases])
+def test_correct_merge_states_answers_pass(answer):
+    result = check("merge_states", answer)
+    assert result.passed, result.message
+
+
+def test_merge_states_gives_the_state_of_the_whole_row():
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        s = rng.normal(size=10) * 30
+        cut = int(rng.integers(1, 10))
+        parts = [(p.max(), np.exp(p - p.max()).sum()) for p in (s[:cut], s[cut:])]
+        m, total = solutions.merge_states(*parts[0], *parts[1])
+        assert m == s.max()
+        assert total == pytest.approx(np.exp(s - s.max()).sum())
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [(m.compute, m.message[:40]) for m in exercise.MERGE_MISTAKES]
+    + [
+        (lambda m1, l1, m2, l2: (max(m1, m2), l1 + 2 * l2), "Your m is right, but your l is not"),
+        (lambda m1, l1, m2, l2: (min(m1, m2), l1 + l2), "which of m1 and m2"),
+        (lambda m1, l1, m2, l2: max(m1, m2), "two numbers, (m, l)"),
+    ],
+)
+def test_merge_states_mistakes_fail_and_are_named(answer, phrase):
+    result = check("merge_states", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+def test_a_plain_softmax_still_passes_online_softmax_but_cannot_fake_merge_states():
+    def plain(scores, block_size):
+        e = np.exp(scores - scores.max())
+        return e / e.sum()
+
+    assert check("online_softmax", plain).passed  # the checker sees only the result
+
+
 def test_exercises_are_registered_for_lesson_07_with_their_solutions():
-    for exercise_id in ("longest_sequence", "online_softmax"):
+    for exercise_id in ("longest_sequence", "merge_states", "online_softmax"):
         assert exercise_id in exercise_ids()
         assert get_exercise(exercise_id).lesson == "notebooks/07_cost_and_tiling.ipynb"
         code = solution(exercise_id)
@@ -380,6 +498,7 @@ def test_every_mistake_differs_from_the_reference_on_some_case():
     for cases, mistakes, reference in [
         (exercise.longest_cases(), exercise.LONGEST_MISTAKES, lesson.longest_sequence),
         (exercise.online_cases(), exercise.ONLINE_MISTAKES, lambda s, b: attnlab.softmax(s)),
+        (exercise.merge_cases(), exercise.MERGE_MISTAKES, exercise.merge_states),
     ]:
         for mistake in mistakes:
             with np.errstate(all="ignore"):

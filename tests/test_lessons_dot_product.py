@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from attnlab.exercises import solutions
 from attnlab.exercises.ex01_dot_product import cross_scores_reference
-from attnlab.lessons.dot_product import cross_scores, toy_projections
+from attnlab.lessons.dot_product import cross_scores, new_token_scores, toy_projections
 
 
 @given(
@@ -35,6 +35,23 @@ def test_one_sequence_with_itself_is_self_attention():
     _, X, W_Q, W_K, _ = toy_projections()
     np.testing.assert_allclose(cross_scores(X, X, W_Q, W_K), (X @ W_Q) @ (X @ W_K).T)
     np.testing.assert_allclose(cross_scores(X[-1:], X, W_Q, W_K)[0], ((X @ W_Q) @ (X @ W_K).T)[-1])
+
+
+@given(n=st.integers(0, 5), d=st.integers(1, 4), d_k=st.integers(1, 4), seed=st.integers(0, 99))
+def test_a_new_token_against_the_cache_is_the_last_row_of_the_scores(n, d, d_k, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n + 1, d))
+    W_Q, W_K = rng.normal(size=(d, d_k)), rng.normal(size=(d, d_k))
+    last_row = cross_scores(X, X, W_Q, W_K)[-1]
+    for answer in (new_token_scores, solutions.new_token_scores):
+        np.testing.assert_allclose(answer(X[-1], X[:-1] @ W_K, W_Q, W_K), last_row, atol=1e-12)
+
+
+def test_a_cache_of_the_wrong_size_is_named():
+    with pytest.raises(ValueError, match="d_k = 3"):
+        new_token_scores(np.ones(4), np.ones((2, 4)), np.ones((4, 3)), np.ones((4, 3)))
+    with pytest.raises(ValueError, match="one embedding"):
+        new_token_scores(np.ones((1, 4)), np.ones((2, 3)), np.ones((4, 3)), np.ones((4, 3)))
 
 
 def test_the_toy_sentence_has_three_different_lengths():
@@ -94,3 +111,43 @@ def test_best_key_hint_says_whether_the_direction_or_the_length_is_off():
     assert "away from q" in turned.message and "cos θ" in turned.message
     # The expected key is never printed: it would show the rule.
     assert "Expected" not in turned.message
+
+
+def test_the_widget_marks_the_best_and_worst_score_of_these_lengths():
+    from attnlab.widgets import dot_product_explorer
+
+    w = dot_product_explorer(q=[2.0, 1.0], k=[0.5, 1.5])
+    w.controls["k_length"].value = 2.0
+    lengths = float(np.hypot(2.0, 1.0)) * 2.0
+    _, ys = w.envelope.get_data()
+    np.testing.assert_allclose(
+        np.asarray(ys, float)[[0, 1, 3, 4]], [lengths, lengths, -lengths, -lengths]
+    )
+    # the curve never leaves the envelope
+    assert np.abs(w.curve.get_data()[1]).max() <= lengths + 1e-12
+
+
+def test_loop_slips_and_unnamed_answers_get_specific_feedback():
+    from attnlab import check
+
+    def same_index(X_q, X_kv, W_Q, W_K):  # S[i, j] = Q[i] @ K[i] inside a loop over j
+        Q, K = X_q @ W_Q, X_kv @ W_K
+        return [[Q[i] @ K[i] for _ in range(len(K))] for i in range(len(Q))]
+
+    loop = check("cross_scores", same_index).message
+    assert "does it dot Q[i] with K[i]" in loop
+    # The test input's shapes are in its label; its four matrices are not printed.
+    assert "X_q =" not in loop and "W_K =" not in loop
+    columns = check("cross_scores", lambda X_q, X_kv, W_Q, W_K: np.ones((3, 1)) @ [[1, 2, 3]])
+    assert "does its body use i" in columns.message
+    off = check("cross_scores", lambda X_q, X_kv, W_Q, W_K: (X_q @ W_Q) @ (X_kv @ W_K).T + 1)
+    assert "dotted with the key of X_kv's first token, here" in off.message
+    own = check(
+        "new_token_scores",
+        lambda x, K, W_Q, W_K: np.append(K @ (x @ W_Q), (x @ W_Q) @ (x @ W_K) + 1),
+    )
+    assert "the new token against itself, is not" in own.message
+    tripled = check("score_matrix", lambda W_Q, W_K: 3 * W_Q @ W_K.T).message
+    assert "a multiple of the right one, 3 times it" in tripled
+    other = check("score_matrix", lambda W_Q, W_K: W_Q @ W_K.T + 1).message
+    assert "which rule turns the transpose of a product" in other and "eye" not in other

@@ -13,9 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 
-import attnlab
 from attnlab.exercises import check, get_exercise, solutions
 from attnlab.exercises import ex09_family as ex
 from attnlab.lessons import family
@@ -322,9 +320,6 @@ def test_index_hint_is_added_only_where_an_exercise_gives_one():
     assert with_hint == without + " Which?"
 
 
-# ------------------------------------------------- feedback that does not give the answer
-
-
 def feedback_texts(exercise):
     checker = get_exercise(exercise).checker
     hints = [checker.shape_hint, checker.index_hint]
@@ -336,7 +331,6 @@ def feedback_texts(exercise):
     [
         ("relative_bias", ("+ n - 1", "+ n − 1", "n - 1]", "[:, None]", "[None, :]")),
         ("alibi_biases", ("[:, None, None]", "(H, 1, 1)", "h + 1", "arange(1, H + 1)")),
-        ("linear_attention", ("sum(axis=0)", "[:, None]", "np.exp(x)", "φ(K)ᵀ 1", "phi(")),
     ],
 )
 def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_code):
@@ -345,23 +339,10 @@ def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_
             assert code not in text, (exercise, code, text)
 
 
-@pytest.mark.parametrize("exercise", ["relative_bias", "alibi_biases", "linear_attention"])
+@pytest.mark.parametrize("exercise", ["relative_bias", "alibi_biases"])
 def test_each_mistake_message_ends_with_a_question_or_a_pointer(exercise):
     for text in feedback_texts(exercise):
         assert text.rstrip().endswith("?"), text
-
-
-def test_linear_feedback_leaves_the_denominator_to_the_learner():
-    # The key-side part of the denominator is what the learner works out.
-    for text in feedback_texts("linear_attention"):
-        assert "d_k numbers" not in text and "key-side part" not in text, text
-
-
-def test_causal_masks_top_left_and_bottom_right():
-    np.testing.assert_array_equal(family.causal_lower_right(4, 4), attnlab.causal_mask(4))
-    M = family.causal_lower_right(2, 5)
-    np.testing.assert_array_equal(M.sum(axis=1), [4, 5])
-    assert attnlab.causal_mask(2, 5).sum() == 3
 
 
 @pytest.mark.parametrize("n", [10, 17, 40])
@@ -376,61 +357,6 @@ def test_scores_kept_matches_the_masks(n, w):
     assert family.scores_kept(n, "full") == n * n
     with pytest.raises(ValueError):
         family.scores_kept(n, "diagonal")
-
-
-def test_elu_feature_is_positive_and_quiet():
-    x = np.array([-1000.0, -1.0, 0.0, 2.0])
-    np.testing.assert_allclose(family.elu_feature(x), [0.0, np.exp(-1), 1.0, 3.0])
-    assert (family.elu_feature(np.linspace(-30, 30, 61)) > 0).all()
-
-
-finite = st.floats(-5, 5, allow_nan=False)
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    st.integers(1, 6).flatmap(
-        lambda n_q: st.integers(1, 6).flatmap(
-            lambda n_k: st.tuples(
-                arrays(np.float64, (n_q, 3), elements=finite),
-                arrays(np.float64, (n_k, 3), elements=finite),
-                arrays(np.float64, (n_k, 2), elements=finite),
-            )
-        )
-    )
-)
-def test_linear_attention_two_orders_agree(qkv):
-    Q, K, V = qkv
-    fast = family.linear_attention(Q, K, V)
-    np.testing.assert_allclose(fast, family.linear_attention_quadratic(Q, K, V), atol=1e-9)
-    np.testing.assert_allclose(fast, solutions.linear_attention(Q, K, V), atol=1e-9)
-    np.testing.assert_allclose(fast, ex.linear_attention_reference(Q, K, V), atol=1e-9)
-    # a convex combination of the values: inside their range, column by column
-    assert (fast >= V.min(axis=0) - 1e-9).all() and (fast <= V.max(axis=0) + 1e-9).all()
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    st.integers(1, 7).flatmap(
-        lambda n: st.tuples(
-            arrays(np.float64, (n, 3), elements=finite),
-            arrays(np.float64, (n, 3), elements=finite),
-            arrays(np.float64, (n, 2), elements=finite),
-        )
-    )
-)
-def test_causal_linear_attention_is_the_masked_quadratic_order(qkv):
-    Q, K, V = qkv
-    n = len(Q)
-    step = family.causal_linear_attention(Q, K, V)
-    np.testing.assert_allclose(
-        step, family.linear_attention_quadratic(Q, K, V, mask=attnlab.causal_mask(n)), atol=1e-9
-    )
-    # row i sees only the first i + 1 tokens: it is full linear attention on that prefix
-    for i in range(n):
-        np.testing.assert_allclose(
-            step[i], family.linear_attention(Q[i : i + 1], K[: i + 1], V[: i + 1])[0], atol=1e-9
-        )
 
 
 @pytest.mark.parametrize(
@@ -459,23 +385,46 @@ def test_blocks_never_reach_outside_their_block():
     assert family.layers_to_connect(M) is None
 
 
-def test_linear_weights_cannot_become_one_hot(rng):
-    K = rng.normal(size=(8, 16))
-    q = K[2]
-    curves = family.sharpness(q, K, [1.0, 1e3])
-    assert curves["softmax_max"][-1] > 0.999
-    assert curves["linear_max"][-1] < 0.5
-    np.testing.assert_allclose(
-        family.linear_attention_weights((1e6 * q)[None], K)[0], family.linear_limit(q, K), atol=1e-5
-    )
+def test_random_keys_shorten_the_path_across_a_window():
+    M = family.random_keys_mask(64, 2, 2, seed=0)
+    local = family.local_mask(64, 2)
+    assert (M >= local).all()  # the window is kept
+    assert ((M & ~local).sum(axis=1) <= 2).all()  # at most 2 extra keys per query
+    np.testing.assert_array_equal(M, family.random_keys_mask(64, 2, 2, seed=0))
+    assert family.layers_to_connect(M) < family.layers_to_connect(local) // 4
 
 
-def test_linear_costs():
-    c = family.linear_costs(np.array([10, 100]), 8)
-    np.testing.assert_array_equal(c["quadratic_madds"], [1600, 160000])
-    np.testing.assert_array_equal(c["linear_madds"], [2 * 10 * 64 + 160, 2 * 100 * 64 + 1600])
-    # the quadratic order holds φ(Q) (n, d) too: at n = 4 < d it is the largest array
-    np.testing.assert_array_equal(family.linear_costs(np.array([4]), 8)["quadratic_largest"], [32])
+def test_rope_decay_figure_starts_at_one_and_decays():
+    import matplotlib.pyplot as plt
+
+    fig = family.plot_rope_decay(d=64, max_distance=1000)
+    y = fig.axes[0].lines[0].get_ydata()
+    assert y[0] < 1 and y[-200:].mean() < 0.5 * y[:5].mean()
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    ("exercise", "answer", "phrase"),
+    [
+        ("relative_bias", lambda n, table: family.relative_bias(n, table)[::-1], "anti-diagonals"),
+        (
+            "relative_bias",
+            lambda n, table: family.relative_bias(n, table)[:, ::-1],
+            "anti-diagonals",
+        ),
+        (
+            "alibi_biases",
+            lambda n, H: np.broadcast_to(
+                family.alibi_slopes(H)[:, None, None] * np.arange(n), (H, n, n)
+            ),
+            "key's position",
+        ),
+    ],
+)
+def test_flipped_tables_and_per_key_alibi_are_named(exercise, answer, phrase):
+    feedback = check(exercise, answer)
+    assert not feedback
+    assert phrase in feedback.message
 
 
 def test_figures_draw(rng):
@@ -485,156 +434,23 @@ def test_figures_draw(rng):
     for fig in (
         family.plot_spreads([4, 16], s),
         family.plot_counts([8, 16], {"full": [64, 256]}),
-        family.plot_sharpness([1, 2], family.sharpness(np.ones(3), np.eye(3), [1, 2]), 0.5),
-        family.plot_linear_cost([8, 16], [1e3, 4e3], [1e2, 2e2]),
     ):
         assert fig.axes
         plt.close(fig)
 
 
-def test_entropy_curves_draw_the_median_and_the_band_of_every_run():
-    import matplotlib.pyplot as plt
-    from matplotlib.collections import PolyCollection
-
-    from attnlab.lessons.ablation import Run
-
-    seeds, steps = 3, 4
-    runs = {
-        name: Run(
-            d_k=256,
-            divisor=name,
-            scale=1.0,
-            seeds=tuple(range(seeds)),
-            n_pairs=6,
-            loss=np.ones((seeds, steps)),
-            accuracy=np.linspace(0, 1, seeds * steps).reshape(seeds, steps),
-            entropy=np.full((seeds, steps), 0.5),
-            final_accuracy=np.ones(seeds),
-            final_entropy=np.zeros(seeds),
-        )
-        for name in ("√d_k", "1")
-    }
-    fig = family.plot_entropy_curves(runs, n_pairs=6, n_values=16)
-    entropy_axes, loss_axes, accuracy_axes = fig.axes
-    assert [line.get_label() for line in accuracy_axes.lines] == ["÷ √d_k", "÷ 1"]
-    # The accuracy line is the median over the seeds, the band spans all of them.
-    np.testing.assert_allclose(
-        accuracy_axes.lines[0].get_ydata(), np.median(runs["1"].accuracy, axis=0)
-    )
-    bands = [c for c in accuracy_axes.collections if isinstance(c, PolyCollection)]
-    assert len(bands) == 2
-    ys = bands[0].get_paths()[0].vertices[:, 1]
-    assert np.isclose(ys.min(), 0) and np.isclose(ys.max(), 1)
-    plt.close(fig)
-
-
-def test_sdpa_backends_math_runs_everything():
-    torch = pytest.importorskip("torch")
-    x = torch.ones(1, 4, 2)
-    found = family.sdpa_backends({"plain": {"query": x, "key": x, "value": x}})
-    assert "math" in found["plain"]
-
-
-# ------------------------------------------------------- the checker's memory test
-
-
-def quadratic_answer(Q, K, V):
-    A = ex.elu_feature(Q) @ ex.elu_feature(K).T
-    return A / A.sum(axis=1, keepdims=True) @ V
-
-
-def test_linear_attention_in_the_quadratic_order_fails_on_memory():
-    result = check("linear_attention", quadratic_answer)
-    assert not result.passed
-    assert "right numbers" in result.message
-    # it names the left-to-right order of a chain of @, the usual way into this order
-    assert "from left to right" in result.message and "brackets" in result.message
-    # it points at the key side of both sums, without writing the denominator's code
-    assert "denominator" in result.message and result.message.rstrip().endswith("?")
-    for code in ("sum(axis=0)", "[:, None]", "φ(K)ᵀ 1", "phi(", "d_k numbers"):
-        assert code not in result.message
-
-
-def test_a_chain_of_at_signs_is_told_it_runs_left_to_right():
-    def chained(Q, K, V):
-        phi_q, phi_k = ex.elu_feature(Q), ex.elu_feature(K)
-        return phi_q @ phi_k.T @ V / (phi_q @ phi_k.sum(axis=0))[:, None]
-
-    result = check("linear_attention", chained)
-    assert not result.passed
-    assert "A chain of `@` is evaluated from left to right" in result.message
-
-
-def test_linear_attention_in_the_linear_order_passes_and_says_so():
-    result = check("linear_attention", solutions.linear_attention)
-    assert result.passed, result.message
-    assert "linear memory" in result.message
-
-
-def test_an_answer_fixed_to_the_small_sizes_fails_on_the_large_input():
-    def small_only(Q, K, V):
-        out = solutions.linear_attention(Q, K, V)
-        return out if len(Q) < 100 else np.zeros_like(out)
-
-    result = check("linear_attention", small_only)
-    assert not result.passed and "2000" in result.message
-
-
-@pytest.mark.parametrize(("n_q", "n_k"), [(1, 1), (2, 5), (4, 4), (1, 9), (3, 8)])
-def test_the_lower_right_mask_agrees_with_numpy_and_the_solution(n_q, n_k):
-    from attnlab.exercises import solutions
-
-    mask = family.causal_lower_right(n_q, n_k)
-    assert mask.dtype == bool and mask.shape == (n_q, n_k)
-    np.testing.assert_array_equal(mask, np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q))
-    np.testing.assert_array_equal(mask, solutions.causal_lower_right(n_q, n_k))
-    assert mask[-1].all()  # the newest token sees every key, its own included
-
-
-def _offset_mask(offset):
-    def answer(n_q, n_k):
-        return np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + offset(n_q, n_k)
-
-    return answer
-
-
-@pytest.mark.parametrize(
-    ("answer", "named", "not_named"),
-    [
-        # A fixed offset of 3 gives the 'offset n_q' mask on 3 new tokens, but not on the
-        # others: it must get the first-wrong-row question, not that mistake's name.
-        (_offset_mask(lambda n_q, n_k: 3), "Row 0 of your mask", "number of new tokens"),
-        (_offset_mask(lambda n_q, n_k: n_k // 2), "Row 0 of your mask", "own key"),
-        (_offset_mask(lambda n_q, n_k: n_q), "number of new tokens", "Row 0"),
-        (_offset_mask(lambda n_q, n_k: 0), "aligned at the top left", "Row 0"),
-    ],
-)
-def test_a_mistake_is_named_only_when_it_explains_every_test_input(answer, named, not_named):
-    result = check("causal_lower_right", answer)
-    assert not result.passed
-    assert named in result.message and not_named not in result.message, result.message
-
-
-def test_a_wrong_lower_right_mask_is_not_shown_the_expected_mask():
-    message = check("causal_lower_right", _offset_mask(lambda n_q, n_k: 0)).message
-    assert "Your `causal_lower_right` returned, shape (3, 8)" in message
-    assert "Expected" not in message
-
-
-def test_a_torch_mask_object_is_named_not_misread():
-    torch = pytest.importorskip("torch")
-    from torch.nn.attention.bias import causal_lower_right as torch_mask
-
-    message = check("causal_lower_right", torch_mask).message
-    assert "PyTorch `CausalBias`" in message
-    plain = check("causal_lower_right", lambda n_q, n_k: torch.ones(n_q, n_k).tril(n_k - n_q))
-    assert plain.passed, plain.message
-
-
-def test_an_additive_mask_is_told_the_exercise_wants_the_bool_form():
-    def additive(n_q, n_k):
-        keep = np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + (n_k - n_q)
-        return np.where(keep, 0.0, -np.inf)
-
-    message = check("causal_lower_right", additive).message
-    assert "additive form" in message and "bool form" in message
+def test_rope_matches_the_two_by_two_rotation_and_depends_only_on_the_distance(rng):
+    n, d = 12, 8
+    Q, K = rng.normal(size=(n, d)), rng.normal(size=(n, d))
+    R = family.rope(Q)
+    theta = family.rope_angles(d)
+    np.testing.assert_allclose(theta, 10000.0 ** (-np.arange(4) / 4))
+    for i in (0, 5):
+        for f in range(d // 2):
+            want = family.rotation(i * theta[f]) @ Q[i, 2 * f : 2 * f + 2]
+            np.testing.assert_allclose(R[i, 2 * f : 2 * f + 2], want, atol=1e-12)
+    S = R @ family.rope(K).T
+    np.testing.assert_allclose(family.rope(Q, start=50) @ family.rope(K, start=50).T, S, atol=1e-9)
+    np.testing.assert_allclose(np.linalg.norm(R, axis=1), np.linalg.norm(Q, axis=1))
+    with pytest.raises(ValueError, match="even"):
+        family.rope_angles(7)

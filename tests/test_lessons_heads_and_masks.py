@@ -45,9 +45,9 @@ def test_each_pattern_has_its_shape():
     assert np.all(W["vertical"][:, 0] > 0.8)
     beta = lesson.SHARPNESS
     np.testing.assert_allclose(W["vertical"][:, 0], math.exp(beta) / (math.exp(beta) + n - 1))
-    np.testing.assert_allclose(W["horizontal"][lesson.WIDE_QUERY], 1 / n)
+    np.testing.assert_allclose(W["previous-token"][lesson.WIDE_QUERY], 1 / n)
     previous = np.maximum(np.arange(n) - 1, 0)
-    others = np.delete(W["horizontal"][np.arange(n), previous], lesson.WIDE_QUERY)
+    others = np.delete(W["previous-token"][np.arange(n), previous], lesson.WIDE_QUERY)
     assert others.min() > 0.8  # every other query looks one token back
     segments = np.arange(n) // lesson.SEGMENT
     same = segments[:, None] == segments[None, :]
@@ -124,6 +124,11 @@ def test_figures_have_titles_and_labels():
         lesson.plot_patterns(W, suptitle="patterns"),
         lesson.plot_masks({"causal": mask}, W["local"]),
         lesson.plot_dropout({"row": W["local"][3], "dropped": W["local"][3] * 1.2}),
+        lesson.plot_heads(np.ones((n, 8)), np.full((4, n, n), 1 / n), np.ones((n, 8))),
+        lesson.plot_head_groups(6, (6, 2, 1)),
+        lesson.plot_one_vs_two_heads(
+            W["local"], np.ones((n, 2)), np.ones((n, 2)), np.ones((n, 2)), np.arange(n), np.zeros(n)
+        ),
     ]
     for fig in figures:
         for ax in fig.axes:
@@ -132,6 +137,23 @@ def test_figures_have_titles_and_labels():
             assert ax.get_title(), ax
             assert ax.get_xlabel() or ax.get_ylabel() or ax.get_title()
         matplotlib.pyplot.close(fig)
+
+
+def test_broad_rows_are_outlined_and_labelled():
+    W = {name: lesson.pattern_weights(*lesson.pattern_qk(name, 12)) for name in lesson.PATTERNS}
+    fig = lesson.plot_patterns(W, broad_rows={"previous-token": lesson.WIDE_QUERY})
+    ax = fig.axes[lesson.PATTERNS.index("previous-token")]
+    assert len(ax.patches) == 1
+    assert any(t.get_text() == "0.083 each" for t in ax.texts)
+    matplotlib.pyplot.close(fig)
+
+
+def test_head_groups_wire_runs_of_neighbouring_query_heads():
+    fig = lesson.plot_head_groups(6, (2,))
+    ends = sorted(tuple(line.get_xdata()) for line in fig.axes[0].lines)
+    # Query heads 0, 1, 2 go to the first K/V head (x = 1), heads 3, 4, 5 to the second (x = 4).
+    assert ends == [(0.0, 1.0), (1.0, 1.0), (2.0, 1.0), (3.0, 4.0), (4.0, 4.0), (5.0, 4.0)]
+    matplotlib.pyplot.close(fig)
 
 
 # ------------------------------------------------- exercise: multi_head_attention
@@ -169,9 +191,6 @@ MHA_CORRECT = [
     mha_einsum,
     mha_sum_of_projections,
     mha_split_heads,
-    lambda X, W_Q, W_K, W_V, W_O, n_heads: attnlab.multi_head_attention(
-        X, W_Q, W_K, W_V, W_O, n_heads
-    ),
     lambda *args: solutions.multi_head_attention(
         *(a.astype(np.float32) for a in args[:5]), args[5]
     ),
@@ -372,9 +391,6 @@ KV_CORRECT = [
     lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: np.prod(
         [2, n_layers, n_tokens, n_kv_heads, d_head, bytes_per_number], dtype=np.int64
     ),
-    lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: lesson.kv_cache_bytes(
-        n_layers, n_tokens, n_kv_heads, d_head, bytes_per_number
-    ),
 ]
 
 
@@ -398,6 +414,9 @@ def test_classic_kv_cache_mistakes_fail_and_are_named(factor, phrase):
     result = check("kv_cache_bytes", factor)
     assert not result.passed
     assert phrase in result.message, result.message
+    # The failing example lists all six arguments, so the call can be retyped.
+    for argument in ("n_layers", "n_tokens", "n_heads", "n_kv_heads", "d_head", "bytes_per_number"):
+        assert f"\n{argument} = " in result.message, (argument, result.message)
 
 
 # -------------------------------------------------- exercise: padding_causal_mask
@@ -422,7 +441,6 @@ MASK_CORRECT = [
         [np.tril(np.ones((n, n), dtype=bool)) & (np.arange(n) < length) for length in lengths]
     ),
     lambda lengths, n: solutions.padding_causal_mask(lengths, n).astype(int),
-    lambda lengths, n: lesson.padding_causal_mask(lengths, n),
 ]
 
 
@@ -454,6 +472,24 @@ MASK_MISTAKES = [
     ),
     (lambda lengths, n: _real(lengths, n), "(batch, n, n)"),
     (lambda lengths, n: attnlab.causal_mask(n), "(batch, n, n)"),
+    (
+        lambda lengths, n: (
+            (np.arange(n) >= n - np.asarray(lengths)[:, None])[:, None, :] & attnlab.causal_mask(n)
+        ),
+        "padding at the start",
+    ),
+    (
+        lambda lengths, n: _real(lengths, n)[:, None, :] & ~attnlab.causal_mask(n),
+        "lets only the future through",
+    ),
+    (
+        lambda lengths, n: np.where(solutions.padding_causal_mask(lengths, n), 0.0, -np.inf),
+        "an additive mask",
+    ),
+    (
+        lambda lengths, n: np.where(solutions.padding_causal_mask(lengths, n), 0.0, -1e9),
+        "an additive mask",
+    ),
 ]
 
 
@@ -598,3 +634,90 @@ def test_a_head_loop_that_indexes_the_batch_axis_is_told_where_the_heads_are():
 
     message = check("grouped_query_attention", first_axis).message
     assert "axis −3" in message and "picks a sequence" in message
+
+
+# ------------------------------------------- more multi-head slips, written as learners would
+
+
+def _head_loop(X, W_Q, W_K, W_V, W_O, n_heads, *, scaled=False, rows=False, blocks=False,
+               swapped=False, average=False, transpose_in=False):  # fmt: skip
+    """A learner's loop over the heads, with one slip switched on."""
+    d = X.shape[1]
+    dh = n_heads if swapped else d // n_heads
+    count = d // dh
+    T = (lambda W: W.T) if transpose_in else (lambda W: W)
+    outs = []
+    for h in range(count):
+        s = slice(h * dh, (h + 1) * dh)
+        if blocks:
+            Q, K, V = (X[:, s] @ W[s, s] for W in (W_Q, W_K, W_V))
+        elif rows:
+            Q, K, V = ((X @ W)[s] for W in (W_Q, W_K, W_V))
+            if not len(Q):
+                continue
+        else:
+            Q, K, V = ((X @ T(W))[:, s] for W in (W_Q, W_K, W_V))
+        out = attnlab.attention(Q / np.sqrt(dh) if scaled else Q, K, V)
+        outs.append(out @ W_O[s] if average else out)
+    if average:
+        return np.mean(outs, axis=0)
+    return (np.vstack(outs) if rows else np.hstack(outs)) @ W_O
+
+
+@pytest.mark.parametrize(
+    ("slip", "phrase"),
+    [
+        ("scaled", "√d_head twice"),
+        ("rows", "slices of *rows*"),
+        ("blocks", "diagonal block"),
+        ("swapped", "n_heads and d_head are swapped"),
+        ("average", "averaged the heads"),
+        ("transpose_in", "W_Q, W_K and W_V transposed"),
+    ],
+)
+def test_head_loop_slips_are_named(slip, phrase):
+    result = check("multi_head_attention", lambda *a: _head_loop(*a, **{slip: True}))
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+def test_a_loop_right_for_one_head_only_is_told_to_look_at_the_split_or_the_merge():
+    def heads_in_reverse(X, W_Q, W_K, W_V, W_O, n_heads):
+        dh = X.shape[1] // n_heads
+        outs = [
+            attnlab.attention(*((X @ W)[:, h * dh : (h + 1) * dh] for W in (W_Q, W_K, W_V)))
+            for h in range(n_heads)
+        ]
+        return np.hstack(outs[::-1]) @ W_O
+
+    message = check("multi_head_attention", heads_in_reverse).message
+    assert "right with a single head" in message and "split or the merge" in message, message
+
+
+def test_the_single_head_case_is_checked_first():
+    assert exercise.mha_cases()[0].inputs["n_heads"] == 1
+
+
+@pytest.mark.parametrize(("power", "unit"), [(10, "KiB"), (20, "MiB"), (30, "GiB")])
+def test_a_cache_size_in_mib_is_asked_about_units(power, unit):
+    def in_units(n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number):
+        return (
+            solutions.kv_cache_bytes(
+                n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number
+            )
+            / 2**power
+        )
+
+    message = check("kv_cache_bytes", in_units).message
+    assert f"did you convert to {unit}?" in message, message
+
+
+def test_python_and_on_arrays_gets_the_ampersand_hint():
+    def python_and(lengths, n):
+        j = np.arange(n)
+        return (j[None, :] < np.asarray(lengths)[:, None])[:, None, :] and (
+            j[None, :] <= j[:, None]
+        )
+
+    message = check("padding_causal_mask", python_and).message
+    assert "ambiguous" in message and "Use & for element-wise AND" in message, message

@@ -86,7 +86,19 @@ def test_divisor_for_variance_gives_the_target_variance(d_k, target, sigma_q, si
     tau = lesson.divisor_for_variance(d_k, target, sigma_q, sigma_k)
     S = lesson.random_score_rows(d_k, n_rows=2000, seed=7, sigma_q=sigma_q, sigma_k=sigma_k)
     assert (S / tau).var() == pytest.approx(target, rel=0.08)
-    assert tau == pytest.approx(solutions.divisor_for_variance(d_k, target, sigma_q, sigma_k))
+    assert tau == pytest.approx(sigma_q * sigma_k * math.sqrt(d_k / target))
+
+
+def test_score_rows_are_drawn_like_random_score_rows():
+    # √(χ²_{d_k}) · z per key: the same distribution as q · k_j, without the vectors.
+    for d_k in (1, 16, 256):
+        fast = lesson.score_rows(d_k, n_keys=16, n_rows=20_000, seed=d_k)
+        slow = lesson.random_score_rows(d_k, n_keys=16, n_rows=4000, seed=d_k)
+        assert fast.shape == (20_000, 16)
+        assert fast.var() == pytest.approx(d_k, rel=0.05)
+        top = [attnlab.softmax(S).max(axis=-1).mean() for S in (fast, slow)]
+        assert top[0] == pytest.approx(top[1], abs=0.02)
+    assert np.array_equal(lesson.score_rows(8, seed=3), lesson.score_rows(8, seed=3))
 
 
 def test_the_constant_in_front_of_root_d_k_sets_a_variance_free_of_d_k():
@@ -132,9 +144,10 @@ def test_the_gradient_with_respect_to_the_raw_scores():
     assert sat.at(64)["jacobian_scaled_wrt_raw"] == sat.jacobian_scaled_wrt_raw[6]
     # With the divisor it falls like 1/√d_k: J itself stays within a narrow band.
     assert np.ptp(sat.jacobian_scaled[4:]) < 0.02
-    # Without it, more gradient up to d_k = 64, less from 128 on, far less at 1024.
+    # Without it, more gradient up to d_k = 128, less from 256 on, far less at 1024.
     ratio = sat.jacobian_raw / sat.jacobian_scaled_wrt_raw
-    assert np.all(ratio[1:7] > 1.5) and np.all(ratio[7:] < 1) and ratio[-1] < 1e-2
+    assert np.all(ratio[1:7] > 1.5) and ratio[7] > 1.1
+    assert np.all(ratio[8:] < 0.9) and ratio[-1] < 1e-2
     # The chain rule: nudging the raw scores of a scaled row gives J / √d_k.
     s = lesson.random_score_rows(64, n_keys=5, n_rows=1, seed=2)[0]
     h, J = 1e-6, attnlab.softmax_jacobian(attnlab.softmax(s / 8.0))
@@ -239,7 +252,6 @@ CORRECT = [
     lambda p: -np.where(p > 0, p * np.log(np.clip(p, 1e-300, None)), 0.0).sum(axis=1),
     lambda p: (p * np.log(1 / np.clip(p, 1e-300, None))).sum(-1).astype(np.float32),
     lambda p: -(p * np.log(p + 1e-12)).sum(axis=-1),  # a tiny epsilon is close enough
-    lambda p: lesson.entropy(p),
 ]
 
 
@@ -317,3 +329,121 @@ def test_temperature_for_entropy_hits_the_target(n, target):
     assert float(lesson.entropy(attnlab.softmax(s / tau))) == pytest.approx(target, abs=1e-9)
     # A larger target needs a larger temperature.
     assert lesson.temperature_for_entropy(s, target * 0.9) < tau
+
+
+def test_the_fast_largest_entry_agrees_with_the_jacobian_built_in_full():
+    rng = np.random.default_rng(12)
+    for scale in (0.1, 2.0, 40.0):
+        p = attnlab.softmax(rng.normal(scale=scale, size=(50, 9)))
+        np.testing.assert_allclose(
+            lesson._top_entry(p), lesson.largest_jacobian_entry(p), rtol=1e-12, atol=1e-15
+        )
+
+
+def test_raw_and_scaled_gradients_at_the_scores_cross_between_128_and_256():
+    # Lesson 03, Section 7: for rows of 16 keys the unscaled softmax passes more gradient
+    # to its raw scores than J / √d_k up to d_k = 128, and less from d_k = 256 on.
+    sat = lesson.saturation_by_dk(d_ks=[64, 128, 256, 1024])
+    ratio = sat.jacobian_raw / sat.jacobian_scaled_wrt_raw
+    assert ratio[0] > 2 and ratio[1] > 1.1 and ratio[2] < 0.9 and ratio[3] < 0.01
+
+
+def test_temperature_feedback_tells_close_numbers_apart():
+    # Numbers that agree to 3 decimals are printed with 6 significant digits.
+    assert exercise._digits(2.18613, 2.18642) == ".6g"
+    assert exercise._digits(2.044, 2.043) == ".4g"
+
+    def close(scores, target):
+        return lesson.temperature_for_entropy(scores, target) * (1 + 3e-4)
+
+    message = check("temperature_for_entropy", close).message
+    assert "How fine is your search" in message and "grid" in message
+    assert "Expected" not in message  # its 3 decimals would show both numbers alike
+
+
+# ------------------------------------------------- largest_jacobian_entry exercise
+
+
+def jacobian_loop(p):
+    out = np.zeros(p.shape[:-1])
+    for index in np.ndindex(*p.shape[:-1]):
+        row = p[index]
+        out[index] = max(
+            abs((i == j) * row[i] - row[i] * row[j])
+            for i in range(len(row))
+            for j in range(len(row))
+        )
+    return out
+
+
+CORRECT_JACOBIAN = [
+    solutions.largest_jacobian_entry,
+    lambda p: (p * (1 - p)).max(axis=-1),
+    lambda p: np.max(p - p**2, axis=-1),
+    lambda p: 0.25 - (p.max(axis=-1) - 0.5) ** 2,
+]
+
+
+def own_jacobian(p):
+    m = p.shape[-1]
+    J = p[..., :, None] * (np.eye(m) - p[..., None, :])
+    return np.abs(J).max(axis=(-2, -1))
+
+
+@pytest.mark.parametrize(
+    "answer", [own_jacobian, lambda p: np.abs(attnlab.softmax_jacobian(p)).max(axis=(-2, -1))]
+)
+def test_largest_jacobian_entry_answers_that_build_j_fail(answer):
+    result = check("largest_jacobian_entry", answer)
+    assert not result.passed
+    assert "m×m Jacobian" in result.message or "course's own" in result.message
+
+
+def test_the_loop_over_entries_is_right_on_small_rows():
+    p = np.array([[0.7, 0.2, 0.1], [0.4, 0.35, 0.25]])
+    np.testing.assert_allclose(jacobian_loop(p), solutions.largest_jacobian_entry(p))
+
+
+@pytest.mark.parametrize("answer", CORRECT_JACOBIAN)
+def test_correct_largest_jacobian_entry_answers_pass(answer):
+    result = check("largest_jacobian_entry", answer)
+    assert result.passed, result.message
+
+
+def _top_two(p):
+    top = np.sort(p, axis=-1)
+    return top[..., -1] * top[..., -2]
+
+
+JACOBIAN_MISTAKES = [
+    (lambda p: p.max(axis=-1), "the largest weight p_max itself"),
+    (lambda p: p.max(axis=-1) ** 2, "p_max²"),
+    (lambda p: np.full(p.shape[:-1], 0.25), "1/4 for every row"),
+    (_top_two, "two largest weights"),
+    (lambda p: (p * (1 - p)).sum(axis=-1), "trace of J"),
+    (lambda p: 1 - p.max(axis=-1), "1 − p_max"),
+    (lambda p: p.max(-1) * (1 - p.min(-1)), "p_max (1 − p_min)"),
+    (lambda p: (p * (1 - p)).min(axis=-1), "smallest weight"),
+    (lambda p: p.max(axis=0) * (1 - p.max(axis=0)), "axis 0"),
+    (lambda p: (p * (1 - p)).max(axis=-1, keepdims=True), "keepdims"),
+    (lambda p: p.max() * (1 - p.max()), "one number for the whole array"),
+    (lambda p: -p.max(-1) * (1 - p.max(-1)), "negative"),
+    (lambda p: p.max(-1) * (1 - p.max(-1)) * 1.7, "above 1/4"),
+]
+
+
+@pytest.mark.parametrize(("answer", "phrase"), JACOBIAN_MISTAKES)
+def test_classic_largest_jacobian_entry_mistakes_fail_and_are_named(answer, phrase):
+    result = check("largest_jacobian_entry", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+def test_largest_jacobian_entry_is_registered_for_lesson_03():
+    assert get_exercise("largest_jacobian_entry").lesson == "notebooks/03_scaling.ipynb"
+    assert "divisor_for_variance" not in exercise_ids()
+    code = solution("largest_jacobian_entry")
+    assert code.startswith("def largest_jacobian_entry(p):") and "softmax_jacobian" not in code
+    # Every declared mistake gives other numbers than the reference on some test input.
+    for mistake in exercise.JACOBIAN_MISTAKES:
+        assert not check("largest_jacobian_entry", mistake.compute).passed

@@ -77,3 +77,37 @@ def test_query_gradient_norms_match_finite_differences_and_stay_level_when_scale
     raw = lesson.query_gradient_norms(d_ks, 16, 200, np.random.default_rng(0), scaled=False)
     assert scaled.max() / scaled.min() < 1.3
     assert np.median(raw[-1]) < 0.1 * scaled[-1]
+
+
+def test_query_gradient_per_coordinate_is_one_column_of_the_gradient_and_shrinks():
+    d_k, n_keys = 8, 5
+    per_c = lesson.query_gradient_norms(
+        [d_k], n_keys, 1, np.random.default_rng(3), per_coordinate=True
+    )
+    rng = np.random.default_rng(3)  # the same draws, in the same order
+    q, K = rng.normal(size=d_k), rng.normal(size=(n_keys, d_k))
+    p = attnlab.softmax(K @ q / np.sqrt(d_k))
+    grad = attnlab.softmax_jacobian(p) @ K / np.sqrt(d_k)  # ∂p/∂q, (n_keys, d_k)
+    assert per_c[0, 0] == pytest.approx(np.median(np.linalg.norm(grad, axis=0)))
+    d_ks = [16, 256]
+    coord = lesson.query_gradient_norms(
+        d_ks, 16, 200, np.random.default_rng(0), per_coordinate=True
+    )
+    scaled = np.median(coord, axis=1) * np.sqrt(d_ks)
+    assert scaled.max() / scaled.min() < 1.2  # each coordinate's share falls like 1/√d_k
+
+
+def test_query_scaling_plot_names_its_measured_points():
+    fig = lesson.query_scaling_plot(
+        [1.0, 2.0],
+        [0.3, 0.4],
+        [0.3, 0.3],
+        [1.0, 2.0],
+        [0.5, 0.6],
+        [0.9, 0.95],
+        2.0,
+        measured_label="max over 2000 queries, these 6 keys",
+    )
+    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert "max over 2000 queries, these 6 keys" in labels
+    plt.close(fig)

@@ -89,3 +89,168 @@ def test_weights_rounded_to_two_decimals_pass_the_by_hand_question(value):
     from attnlab import check
 
     assert check("attention_by_hand", value).passed
+
+
+def _scaled_scores(Q, K):
+    return Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+
+
+def _without_keepdims_max(Q, K, V):
+    S = Q @ K.T / np.sqrt(Q.shape[-1])
+    E = np.exp(S - S.max(axis=-1))
+    return E / E.sum(axis=-1, keepdims=True) @ V
+
+
+def _without_keepdims_sum(Q, K, V):
+    S = Q @ K.T / np.sqrt(Q.shape[-1])
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    return E / E.sum(axis=-1) @ V
+
+
+def _whole_array_sum(Q, K, V):
+    S = Q @ K.T / np.sqrt(Q.shape[-1])
+    E = np.exp(S - S.max())
+    return E / E.sum() @ V
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (_without_keepdims_max, "keeps the reduced axis"),
+        (_without_keepdims_sum, "keeps the reduced axis"),
+        (_whole_array_sum, "sum of every exp in the whole array"),
+        (
+            lambda Q, K, V: attnlab.softmax(Q @ K.T * np.sqrt(Q.shape[-1])) @ V,
+            "multiplied the scores by √d_k",
+        ),
+        (
+            lambda Q, K, V: attnlab.softmax(Q @ K.T) / np.sqrt(Q.shape[-1]) @ V,
+            "divided the weights by √d_k after the softmax",
+        ),
+    ],
+)
+def test_attention_names_the_slip(answer, phrase):
+    from attnlab import check
+
+    result = check("attention", answer)
+    assert not result.passed and phrase in result.message
+    assert "Q is (n_q, d_k)" not in result.message  # the specific hint, not the general one
+
+
+def _loops_over_batch_and_heads(Q, K, V, mask):
+    out = np.empty(Q.shape[:-1] + V.shape[-1:])
+    for b in range(Q.shape[0]):
+        for h in range(Q.shape[1]):
+            S = np.where(mask, Q[b, h] @ K[b, h].T / np.sqrt(Q.shape[-1]), -np.inf)
+            out[b, h] = attnlab.softmax(S) @ V[b, h]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (_loops_over_batch_and_heads, "none, one or two leading axes"),
+        (
+            lambda Q, K, V, mask: (
+                attnlab.softmax(np.where(mask.T, _scaled_scores(Q, K), -np.inf)) @ V
+            ),
+            "Your mask is transposed",
+        ),
+        (
+            lambda Q, K, V, mask: (
+                attnlab.softmax(
+                    np.where(mask, Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-2]), -np.inf)
+                )
+                @ V
+            ),
+            "`K.shape[-2]`",
+        ),
+        (
+            lambda Q, K, V, mask: (
+                attnlab.softmax(
+                    np.where(mask, Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[0]), -np.inf)
+                )
+                @ V
+            ),
+            "`K.shape[0]`",
+        ),
+    ],
+)
+def test_masked_attention_names_the_slip(answer, phrase):
+    from attnlab import check
+
+    result = check("masked_attention", answer)
+    assert not result.passed and phrase in result.message
+
+
+@pytest.mark.parametrize("shift", [0.0, 7.5, -100.0])
+def test_scores_for_accepts_any_constant_and_float32(shift):
+    from attnlab import check
+
+    def shifted(V, z):
+        return (solutions.scores_for(V, z) + shift).astype(np.float32)
+
+    assert check("scores_for", shifted).passed
+
+
+@given(seed=st.integers(0, 2**16), d_v=st.integers(1, 3))
+def test_scores_for_reaches_every_point_inside_the_simplex(seed, d_v):
+    from attnlab.lessons.values import scores_for
+
+    rng = np.random.default_rng(seed)
+    V = rng.normal(size=(d_v + 1, d_v))
+    if abs(np.linalg.det(np.vstack([V.T, np.ones(d_v + 1)]))) < 0.1:
+        return  # nearly flat: the weights are badly determined
+    w = rng.dirichlet(np.ones(d_v + 1)) * 0.9 + 0.1 / (d_v + 1)
+    z = w @ V
+    np.testing.assert_allclose(attnlab.softmax(scores_for(V, z)) @ V, z, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (lambda V, z: np.zeros(len(V)), "Is your function still a placeholder?"),
+        (
+            lambda V, z: np.log(np.linalg.solve(np.c_[V, np.ones(len(V))], np.r_[z, 1])),
+            "transposed",
+        ),
+        (lambda V, z: np.full(len(V), np.nan), "NaN or -inf"),
+        (lambda V, z: np.arange(len(V), dtype=float), "which scores does a softmax turn into"),
+    ],
+)
+def test_scores_for_feedback(answer, phrase):
+    from attnlab import check
+
+    result = check("scores_for", answer)
+    assert not result.passed and phrase in result.message
+    assert "The softmax of your scores gives the weights" in result.message or "NaN" in phrase
+    assert "Expected" not in result.message  # the scores would give the answer away
+
+
+def test_stacked_attention_collapses_without_the_residual_only():
+    from attnlab.lessons.values import relative_spread, stacked_attention
+
+    Z0 = np.random.default_rng(0).normal(size=(6, 2))
+    plain = [relative_spread(Z) / relative_spread(Z0) for Z in stacked_attention(Z0, 3)]
+    kept = [
+        relative_spread(Z) / relative_spread(Z0) for Z in stacked_attention(Z0, 3, residual=True)
+    ]
+    assert plain[0] == kept[0] == 1.0
+    assert plain[3] < 0.01 < 0.9 < min(kept)
+    # Without the residual, every layer's points lie in the hull of the layer before.
+    from attnlab.lessons.values import convex_hull, inside_hull
+
+    layers = stacked_attention(Z0, 3)
+    for before, after in zip(layers, layers[1:], strict=False):
+        assert inside_hull(after, convex_hull(before), tol=1e-9).all()
+
+
+def test_the_residual_slows_the_collapse_but_seed_13_still_collapses():
+    from attnlab.lessons.values import relative_spread, stacked_attention
+
+    starts = [np.random.default_rng(seed).normal(size=(6, 2)) for seed in range(20)]
+    kept = [
+        relative_spread(stacked_attention(Z, 6, residual=True)[-1]) / relative_spread(Z)
+        for Z in starts
+    ]
+    assert np.median(kept) > 0.8 and int(np.argmin(kept)) == 13 and min(kept) < 0.05

@@ -326,6 +326,7 @@ def test_each_raw_panel_gets_bins_a_quarter_of_its_std_wide():
         (lambda d_k: d_k // 9, "floor division"),
         (lambda d_k: 1.005 * d_k / 9, "estimate"),
         (lambda d_k: d_k / 3, "used the variance 1/3 once"),
+        (lambda d_k: 1 / 9, "ONE product"),
     ],
 )
 def test_uniform_score_variance_names_each_slip_without_the_answer(answer, phrase):
@@ -342,3 +343,29 @@ def test_a_square_root_of_the_scores_is_named():
     ):
         result = check("scaled_scores", answer)
         assert not result.passed and "square root of a negative number" in result.message
+
+
+# ------------------------------------------- where the argument stops: W_Q = W_K
+
+
+def test_a_shared_matrix_keeps_the_scaled_self_score_near_sqrt_d_k():
+    rng = np.random.default_rng(15)
+    for d_k in (16, 256):
+        own, other, weight = lesson.shared_matrix_scores(d_k, 1000, rng, n_keys=64)
+        assert own.shape == weight.shape == (1000,) and other.shape == (1000, 63)
+        assert own.mean() == pytest.approx(np.sqrt(d_k), rel=0.05)  # E‖q‖² / √d_k = √d_k
+        assert other.std() == pytest.approx(1.0, abs=0.05)
+        assert np.all((weight > 0) & (weight <= 1))
+    assert np.median(weight) > 0.99  # at d_k = 256 each query attends almost only to itself
+    with pytest.raises(ValueError, match="at least"):
+        lesson.shared_matrix_scores(4, 10, rng, n_keys=1)
+
+
+def test_largest_softmax_weights_grow_with_d_k_only_without_the_division():
+    rng = np.random.default_rng(16)
+    small_raw, small_scaled = lesson.largest_softmax_weights(4, 128, 300, rng)
+    big_raw, big_scaled = lesson.largest_softmax_weights(256, 128, 300, rng, "uniform")
+    assert small_raw.shape == big_scaled.shape == (300,)
+    assert np.median(small_raw) < 0.5 < 0.95 < np.median(big_raw)
+    assert np.all((1 / 128 <= big_scaled) & (big_scaled < 0.5))
+    assert np.median(small_scaled) == pytest.approx(np.median(big_scaled), abs=0.03)

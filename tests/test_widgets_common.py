@@ -27,6 +27,8 @@ def other_values(control):
     """Up to three values of a control other than its current one."""
     if hasattr(control, "options"):
         values = [o[1] if isinstance(o, tuple) else o for o in control.options]
+    elif isinstance(control.value, bool):  # a checkbox
+        values = [not control.value]
     else:
         values = list(np.linspace(control.min, control.max, 5))
     return [v for v in values if v != control.value][:3]

@@ -1,6 +1,8 @@
-"""Tests for the family explorer widget (``attnlab.widgets.family_explorer``), run headless.
+"""Tests for the family explorer and reach explorer widgets (``attnlab.widgets.family``), run
+headless.
 
-Lesson: ``notebooks/09_attention_family.ipynb``.
+Lessons: ``notebooks/09_attention_family.ipynb`` (reach), ``notebooks/10_in_practice.ipynb``
+(family).
 """
 
 import os
@@ -11,7 +13,7 @@ import numpy as np
 import pytest
 
 import attnlab
-from attnlab.lessons import family
+from attnlab.lessons import family, in_practice
 from attnlab.widgets import family_explorer, reach_explorer
 from attnlab.widgets.family import family_weights
 
@@ -35,7 +37,7 @@ def test_linear_mixing_shows_the_lessons_linear_weights():
     w = family_explorer()
     w.controls["mixing"].value = "linear"
     Q, K = default_qk()
-    np.testing.assert_allclose(w.shown["weights"], family.linear_attention_weights(Q, K))
+    np.testing.assert_allclose(w.shown["weights"], in_practice.linear_attention_weights(Q, K))
     np.testing.assert_allclose(w.shown["weights"].sum(axis=1), 1.0)
     assert "elu" in w.readout.value
 

@@ -1,4 +1,6 @@
-"""Tests for the pattern gallery widget (``attnlab.widgets.pattern_gallery``), run headless.
+"""Tests for lesson 06's widgets, run headless: the pattern gallery
+(``attnlab.widgets.pattern_gallery``) and the mask builder
+(``attnlab.widgets.heads_and_masks.mask_builder``).
 
 Lesson: ``notebooks/06_heads_and_masks.ipynb``.
 """
@@ -13,6 +15,8 @@ import pytest
 import attnlab
 from attnlab.lessons.heads_and_masks import PATTERNS, SHARPNESS, pattern_qk, row_entropy
 from attnlab.widgets import pattern_gallery
+from attnlab.widgets._base import FALLBACK_NOTE
+from attnlab.widgets.heads_and_masks import PAD_END, PAD_START, mask_builder
 
 
 def heat_data(w):
@@ -74,7 +78,7 @@ def test_low_temperature_hardens_and_high_temperature_flattens():
 
 def test_zero_queries_ignore_the_temperature():
     w = pattern_gallery()
-    for pattern, row in (("horizontal", 5), ("global", 0)):
+    for pattern, row in (("previous-token", 5), ("global", 0)):
         w.controls["pattern"].value = pattern
         for temperature in (0.1, 1.0, 10.0):
             w.controls["temperature"].value = temperature
@@ -146,3 +150,145 @@ def test_bad_learner_data_raises_a_clear_error(kwargs, error, words):
     assert words in str(info.value)
     names = {"Q", "K", "n"} & set(kwargs)
     assert any(name in str(info.value) for name in names)
+
+
+# ------------------------------------------------------------------------ mask builder
+
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def on_page(box):
+    found = []
+    for child in getattr(box, "children", ()):
+        found += [child, *on_page(child)]
+    return found
+
+
+def test_mask_builder_has_named_controls_on_the_page_and_a_picture():
+    w = mask_builder()
+    assert list(w.controls) == [
+        "length 0", "length 1", "length 2", "padding", "mask padding", "causal", "sequence"
+    ]  # fmt: skip
+    assert bytes(w.view.image.value).startswith(PNG)
+    parts = on_page(w)
+    for name, control in w.controls.items():
+        assert any(part is control for part in parts), name
+    assert w._repr_mimebundle_()["text/plain"] == FALLBACK_NOTE
+    doc = mask_builder.__doc__
+    assert "Lesson: ``notebooks/06_heads_and_masks.ipynb``" in doc and "controls" in doc
+
+
+def test_mask_builder_default_is_padding_at_the_end_and_causal():
+    w = mask_builder()
+    n = 8
+    lengths = np.array([w.controls[f"length {b}"].value for b in range(3)])
+    np.testing.assert_array_equal(w.shown["mask"], attnlab.masks.padding_causal_mask(lengths, n))
+    # A causal model padded at the end: padding changes only the padding queries' rows.
+    L = lengths[w.controls["sequence"].value]
+    np.testing.assert_array_equal(w.shown["rows_padding_changes"], np.arange(L, n))
+    np.testing.assert_allclose(w.shown["weights"].sum(axis=1), 1.0)
+    assert w.shown["padding_weight"] == 0.0
+    assert "Rows of its mask that padding changes" in w.readout.value
+
+
+def test_left_padding_changes_every_row_and_leaves_some_rows_empty():
+    w = mask_builder()
+    w.controls["sequence"].value = 2
+    w.controls["length 2"].value = 3
+    w.controls["padding"].value = PAD_START
+    real = w.shown["real"][2]
+    np.testing.assert_array_equal(real, np.arange(8) >= 5)
+    np.testing.assert_array_equal(w.shown["rows_padding_changes"], np.arange(8))
+    # Padding queries before the first real token have no allowed key: zero weights.
+    np.testing.assert_array_equal(w.shown["empty_rows"], np.arange(5))
+    assert not w.shown["weights"][:5].any()
+    np.testing.assert_allclose(w.shown["weights"][5:].sum(axis=1), 1.0)
+    assert w.shown["weights"][:, ~real].max() == 0.0
+
+
+def test_unmasked_padding_gets_weight_and_no_causal_mask_shows_the_whole_past_and_future():
+    w = mask_builder()
+    w.controls["mask padding"].value = False
+    assert w.shown["padding_weight"] > 0.01
+    assert "not masked" in w.readout.value
+    w.controls["causal"].value = False
+    assert w.shown["mask"].all()
+    w.controls["mask padding"].value = True
+    lengths = [w.controls[f"length {b}"].value for b in range(3)]
+    np.testing.assert_array_equal(
+        w.shown["mask"], np.broadcast_to(w.shown["real"][:, None, :], (3, 8, 8))
+    )
+    # Without a causal mask, padding at the end blocks keys in every row.
+    seq = w.controls["sequence"].value
+    if lengths[seq] < 8:
+        np.testing.assert_array_equal(w.shown["rows_padding_changes"], np.arange(8))
+
+
+def test_every_mask_builder_control_changes_the_picture_and_back_restores_it():
+    w = mask_builder()
+    others = {
+        "length 0": [3, 5],
+        "length 1": [1, 8],
+        "length 2": [6, 8],
+        "padding": [PAD_START],
+        "mask padding": [False],
+        "causal": [False],
+        "sequence": [0, 2],
+    }
+    for name, values in others.items():
+        control = w.controls[name]
+        start, picture = control.value, bytes(w.view.image.value)
+        for value in values:
+            control.value = value
+            assert bytes(w.view.image.value) != picture, (name, value)
+        control.value = start
+        assert bytes(w.view.image.value) == picture, name
+
+
+@pytest.mark.parametrize("n", [4, 12, np.int64(6)])
+def test_mask_builder_takes_a_padded_length(n):
+    w = mask_builder(n=n)
+    assert w.shown["mask"].shape == (3, int(n), int(n))
+    assert w.controls["length 0"].max == int(n)
+
+
+@pytest.mark.parametrize("n", [3, 13, 2.5, "8"])
+def test_mask_builder_refuses_bad_lengths_kindly(n):
+    with pytest.raises((ValueError, TypeError)):
+        mask_builder(n=n)
+
+
+def test_mask_builder_redraws_fast():
+    import time
+
+    w = mask_builder()
+    start = time.perf_counter()
+    for value in (2, 4, 6, 8):
+        w.controls["length 1"].value = value
+    assert (time.perf_counter() - start) / 4 < 0.5
+
+
+def test_unmasked_padding_at_the_end_leaves_a_causal_models_real_rows_alone():
+    w = mask_builder()
+    assert w.controls["padding"].value == PAD_END and w.controls["causal"].value
+    w.controls["mask padding"].value = False
+    # The weight on padding keys sits only in the padding queries' rows.
+    assert w.shown["padding_weight_real"] == 0.0
+    assert w.shown["padding_weight_padding"] > 0.01
+    assert "real queries' rows put up to 0.00" in w.readout.value
+    # The real queries' rows are exactly those of the masked version.
+    real = w.shown["real"][w.controls["sequence"].value]
+    unmasked = w.shown["weights"][real]
+    w.controls["mask padding"].value = True
+    np.testing.assert_array_equal(unmasked, w.shown["weights"][real])
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_unmasked_padding_changes_the_real_rows_at_the_start_or_without_causal(causal):
+    w = mask_builder()
+    w.controls["padding"].value = PAD_START if causal else PAD_END
+    w.controls["causal"].value = causal
+    w.controls["mask padding"].value = False
+    assert w.shown["padding_weight_real"] > 0.01
+    assert "thrown away" in w.readout.value

@@ -136,6 +136,31 @@ def test_raising_k0_takes_weight_from_the_others_but_keeps_their_ratios():
     np.testing.assert_allclose(w.shown["weights"], attnlab.softmax(w.shown["scores"]))
 
 
+def test_softmax_row_log_weights_all_move_down_by_the_rise_of_logsumexp():
+    w = softmax_row()
+    before = w.shown["log_weights"]
+    np.testing.assert_allclose(np.exp(before), w.shown["weights"])
+    np.testing.assert_allclose(before, w.shown["scores"] - w.shown["logsumexp"])
+    image = bytes(w.view.image.value)
+    w.controls["score"].value = 6.0
+    assert bytes(w.view.image.value) != image
+    after = w.shown["log_weights"]
+    drop = before[1:] - after[1:]
+    np.testing.assert_allclose(drop, drop[0])  # the same amount for every other key
+    assert drop[0] > 0
+    lse = np.log(np.exp(w.shown["scores"]).sum())
+    np.testing.assert_allclose(w.shown["logsumexp"], lse)
+    assert f"logsumexp(x) = {lse:.2f}" in w.readout.value
+
+
+def test_softmax_row_log_panel_holds_every_slider_position():
+    w = softmax_row(scores=[0.0, -3.0, 1.0])
+    low = w.view.axes[0, 1].get_ylim()[0]
+    for score in (-4.0, 0.0, 8.0):
+        w.controls["score"].value = score
+        assert w.shown["log_weights"].min() >= low
+
+
 @pytest.mark.parametrize(
     ("scores", "error"),
     [([1.0, 2.0], ValueError), ([[1.0, 2.0, 3.0]], ValueError), ("abc", TypeError)],

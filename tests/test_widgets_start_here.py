@@ -163,6 +163,16 @@ def test_extension_that_is_not_importable_counts_as_missing(monkeypatch):
     assert not ok and "missing" in line
 
 
+def test_in_jupyterlite_the_sites_own_extension_needs_no_fix(monkeypatch):
+    versions = {k: v for k, v in GOOD.items() if k not in ("jupyterlab", "jupyterlab_widgets")}
+    fake_environment(monkeypatch, versions, importable=set(versions))
+    monkeypatch.setattr(env.sys, "platform", "emscripten")
+    lines = env.environment_report()
+    assert not any(line.startswith("✗") for line in lines)
+    assert any("JupyterLite" in line and line.startswith("✓") for line in lines)
+    assert lines[-1] == "Everything the course needs is in place."
+
+
 def test_extension_for_the_wrong_ipywidgets_is_reported(monkeypatch):
     fake_environment(monkeypatch, {**GOOD, "jupyterlab_widgets": "1.1.7"})
     lines = env.environment_report()

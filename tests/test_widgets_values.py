@@ -167,3 +167,44 @@ def test_sharpening_moves_each_output_from_the_mean_towards_one_value_row():
     # Choosing another query keeps the factor.
     w.controls["query"].value = 2
     np.testing.assert_allclose(w.shown["weights"], attnlab.softmax(16.0 * scaled[2]))
+
+
+def test_hull_panel_follows_the_output_inside_the_hull_of_the_value_rows():
+    from attnlab.lessons.values import convex_hull, inside_hull
+
+    rng = np.random.default_rng(5)
+    V = np.array([[0.0, 0.0], [3.0, 0.5], [2.5, 2.5], [0.5, 3.0], [1.4, 1.2]])
+    K = rng.normal(size=(5, 4))
+    Q = np.random.default_rng(6).normal(size=(3, 4))
+    w = qkv_explorer(Q, K, V)
+    hull = convex_hull(V)
+    np.testing.assert_allclose(w.shown["point"], w.shown["output"])  # d_v = 2: the output itself
+    # The path runs from near the mean (c = 1/4) towards one corner (c = 16), inside the hull.
+    path = w.shown["path"]
+    assert inside_hull(path, hull).all()
+    to_mean = np.linalg.norm(path - V.mean(axis=0), axis=1)
+    assert to_mean[0] < to_mean[-1]
+    before = w.view.image.value
+    points = []
+    for factor in (0.25, 1.0, 4.0, 16.0):
+        w.controls["sharpen"].value = factor
+        assert w.view.image.value != before
+        before = w.view.image.value
+        assert inside_hull(w.shown["point"], hull).all()
+        points.append(np.linalg.norm(V - w.shown["point"], axis=1).min())
+    assert points[0] > points[-1]  # sharper: nearer a value row
+    first = w.shown["point"]
+    w.controls["query"].value = 2  # another query's output jumps elsewhere
+    assert w.view.image.value != before
+    assert np.linalg.norm(w.shown["point"] - first) > 0.1
+    np.testing.assert_allclose(
+        w.shown["point"], attnlab.attention(Q, K, V, scale=16.0 / 2.0)[2], atol=1e-12
+    )
+
+
+@pytest.mark.parametrize("d_v", [1, 3])
+def test_hull_panel_projects_other_widths(d_v):
+    V = np.arange(3.0 * d_v).reshape(3, d_v) % 4
+    w = qkv_explorer(np.eye(2), np.eye(2)[[0, 1, 0]], V)
+    assert w.shown["point"].shape == (2,)
+    np.testing.assert_allclose(w.shown["point"][0], w.shown["output"][0])

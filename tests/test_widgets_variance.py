@@ -115,3 +115,30 @@ def test_the_dropdown_switches_the_entries_distribution():
     assert abs(w.shown["scaled_std"] - 1.0) < 0.05
     w.controls["d_k"].value = 64
     assert abs(w.shown["raw_std"] - 8.0) < 0.5
+
+
+def test_the_readout_shows_what_softmax_makes_of_the_scores(widget):
+    # One query against 256 keys: raw scores hand one key more and more of the row as d_k
+    # grows, scaled ones keep the row spread out whatever d_k is.
+    slider = widget.controls["d_k"]
+    slider.value = 1
+    assert widget.shown["top_weight_raw"] == widget.shown["top_weight_scaled"]  # √1 = 1
+    raw, scaled = [], []
+    for d in (16, 64, 512):
+        slider.value = d
+        raw.append(widget.shown["top_weight_raw"])
+        scaled.append(widget.shown["top_weight_scaled"])
+    assert raw[0] < raw[1] < raw[2] and raw[2] > 0.95
+    assert max(scaled) < 0.1
+    assert "256 keys" in widget.readout.value and f"{raw[2]:.2f}" in widget.readout.value
+    slider.value = 1
+
+
+def test_the_readout_does_not_change_the_histograms():
+    # The readout's rows come from a generator of their own.
+    from attnlab.lessons.variance import samples_by_dk
+
+    w = variance_explorer([4, 64], n_samples=500, seed=7)
+    expected = samples_by_dk([4, 64], 500, np.random.default_rng(7), "normal")
+    for d in (4, 64):
+        np.testing.assert_array_equal(w.samples["normal"][d], expected[d])

@@ -225,6 +225,11 @@ class ArrayCheck:
                 f"Your `{name}` returned {shape_text(got.shape)}, but the result should have "
                 f"{shape_text(want.shape)}: {self.shape_rule}."
             )
+            if got.ndim == want.ndim == 1:  # a list of numbers, e.g. a shape: count them
+                message = (
+                    f"Your `{name}` returned {got.size} number{'s' * (got.size != 1)}, where "
+                    f"the result has {want.size}: {self.shape_rule}."
+                )
             if got.ndim == want.ndim > 1 and got.shape == want.shape[::-1]:
                 message += " Yours has the axes the other way round; is something transposed?"
             elif got.size == want.size and got.ndim != want.ndim:
@@ -268,6 +273,9 @@ def _consistent(mistake: Mistake, case: Case, got: np.ndarray) -> bool:
 
 
 def _example(got, want, case: Case, name: str, shown: tuple[str, ...] | None) -> str:
+    if shown is None and all(np.ndim(v) == 0 for v in case.inputs.values()):
+        # Numbers the label already names ("d_k = 4") are not listed a second time.
+        shown = tuple(k for k, v in case.inputs.items() if f"{k} = {v!r}" not in case.label)
     lines = [f"Test input: {case.label}", *inputs_block(case.inputs, shown)]
     if want is not None:
         lines += [f"Expected, {shape_text(want.shape)}:", array_block(want)]
@@ -314,7 +322,7 @@ def as_answer_array(value: Any, name: str, expected_ndim: int) -> np.ndarray:
         )
     if isinstance(value, (str, bytes)):
         raise Fail(
-            f"Your `{name}` returned a string ({_short(value)}); return the array of numbers "
+            f"Your `{name}` returned a string ({_short(value)}); return the number or array "
             f"itself, not text describing it."
         )
     # Rows of a result are arrays too, but with one dimension fewer than the result.

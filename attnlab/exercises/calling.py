@@ -11,6 +11,7 @@ JupyterLite) the answer runs without a time limit.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import re
 import signal
@@ -21,7 +22,9 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 import numpy as np
@@ -35,6 +38,26 @@ _REPEAT_SECONDS = 0.1
 _LONGEST_ERROR = 300  # longer error messages (some print whole arrays) are cut
 # Words in NumPy's messages about arrays whose shapes don't fit together.
 _SHAPE_ERROR = re.compile(r"shape|broadcast|mismatch|aligned|dimension|axes", re.IGNORECASE)
+
+
+@dataclass
+class CourseSpy:
+    """The course's own versions of the function being checked (code object -> the name a
+    learner calls it by), and which of them the answer ran. ``registry.check`` sets one up
+    for each check: an answer that runs the course's version passes every test without
+    practising anything, so a PASS is turned into a FAIL that says so."""
+
+    versions: dict[CodeType, str]
+    used: list[str] = field(default_factory=list)
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:  # a sys.setprofile hook
+        if event == "call" and frame.f_code in self.versions:
+            self.used.append(self.versions[frame.f_code])
+
+
+COURSE_SPY: contextvars.ContextVar[CourseSpy | None] = contextvars.ContextVar(
+    "course_spy", default=None
+)
 
 
 class TimeLimitExceeded(Exception):
@@ -159,13 +182,22 @@ def call_answer(
     """
     args = {key: np.copy(v) if isinstance(v, np.ndarray) else v for key, v in inputs.items()}
     on_what = describe_call(inputs)
+    spy = COURSE_SPY.get()  # read here: a worker thread does not inherit it
 
     def run() -> Any:
         # A worker thread starts with NumPy's default error state. Python's warning
         # filters are global and the caller's silenced() covers them; setting them here
         # would let an abandoned worker, when it ends, restore filters long after.
-        with np.errstate(all="ignore"):
-            return answer(*args.values())
+        # The profiler is per thread, so it is set in the thread that runs the answer.
+        previous = sys.getprofile()
+        if spy and spy.versions:
+            sys.setprofile(spy)
+        try:
+            with np.errstate(all="ignore"):
+                return answer(*args.values())
+        finally:
+            if spy and spy.versions:
+                sys.setprofile(previous)
 
     try:
         with silenced():
@@ -196,8 +228,9 @@ def call_answer(
         ):
             raise Fail(
                 f"Your `{name}` changed its input {key} in place; compute into a new array "
-                f"instead (write `y = {key} - m`, not `{key} -= m`), because whoever calls "
-                f"your function still needs the original {key}."
+                f"instead: `y = {key} / c` makes a new array, while `{key} /= c` (or `-=`, `*=`, "
+                f"`+=`) overwrites the one you were given, and whoever calls your function still "
+                f"needs the original {key}."
             )
     return value
 

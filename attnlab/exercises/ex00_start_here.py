@@ -42,7 +42,7 @@ MISTAKES = (
     ),
     Mistake(
         "Your function returns 0.5 whatever d_k is: the right number for the tiny "
-        "example's d_k = 4, but not for other lengths. Does your function use its "
+        "example's d_k = 4, but not for other sizes. Does your function use its "
         "argument `d_k`?",
         lambda d_k: 0.5,
     ),
@@ -86,8 +86,8 @@ SHAPE_MISTAKES = (
         lambda n_q, n_k, d_k, d_v: (n_q, n_k),
     ),
     Mistake(
-        "Your number of rows is right, but your columns are the length of a query or key, "
-        "d_k. Each output row is a mix of value rows: how long is one value row?",
+        "Your number of rows is right, but your columns are the size of a query or key, "
+        "d_k. Each output row is a mix of value rows: how many entries does one value row have?",
         lambda n_q, n_k, d_k, d_v: (n_q, d_k),
     ),
     Mistake(
@@ -102,7 +102,7 @@ SHAPE_MISTAKES = (
     ),
     Mistake(
         "That is the shape of K. Which matrix decides how many rows the output has, and "
-        "which decides how long each row is?",
+        "which decides how many entries each row has?",
         lambda n_q, n_k, d_k, d_v: (n_k, d_k),
     ),
     Mistake(
@@ -112,10 +112,33 @@ SHAPE_MISTAKES = (
     ),
     Mistake(
         "Your number of rows is right, but you used it for the columns too: the output is "
-        "not square. Each output row is a mix of value rows: how long is one value row?",
+        "not square. Each output row is a mix of value rows: how many entries does one value "
+        "row have?",
         lambda n_q, n_k, d_k, d_v: (n_q, n_q),
     ),
 )
+
+
+def rows_or_columns(got, want, inputs) -> str:
+    """Which of the two numbers is off, for a shape no named slip explains."""
+    if got.shape != (2,):
+        return ""
+    mine = f"You returned ({int(got[0])}, {int(got[1])})."
+    if got[0] == want[0]:
+        return (
+            f"{mine} Your number of rows is right, the number of columns is not. Each output "
+            "row is a mix of value rows: how many entries does one value row have?"
+        )
+    if got[1] == want[1]:
+        return (
+            f"{mine} Your number of columns is right, the number of rows is not. Every query "
+            "gets its own output row: how many queries are there?"
+        )
+    return (
+        f"{mine} Neither number is right. Write down the shape after each of the four "
+        "steps: Q Kᵀ, the division, the softmax, and the product with V."
+    )
+
 
 register(
     "notebooks/00_start_here.ipynb",
@@ -126,5 +149,9 @@ register(
         reference=solutions.output_shape,
         shape_rule="two numbers, (rows, columns), like the `.shape` of a matrix",
         mistakes=SHAPE_MISTAKES,
+        hints=(rows_or_columns,),
+        # A shape shown as an array, "(2,): [2 4]", reads worse than the hint's (2, 4).
+        show_expected=False,
+        show_returned=False,
     ),
 )

@@ -136,14 +136,41 @@ def cross_cases() -> list[Case]:
     ]
 
 
+def _same_along_rows_hint(got, want, inputs):
+    # A loop whose inner index is not used: every row (or column) holds one number.
+    if got.ndim != 2 or got.shape != want.shape or min(got.shape) < 2:
+        return None
+    if np.allclose(got, got[:, :1]) and not np.allclose(want, want[:, :1]):
+        return (
+            "Every row of your S holds one number repeated: S[i, j] does not change with j, "
+            "the token that is found. If you wrote a loop over j, does its body use j, or "
+            "does it dot Q[i] with K[i]?"
+        )
+    if np.allclose(got, got[:1, :]) and not np.allclose(want, want[:1, :]):
+        return (
+            "Every column of your S holds one number repeated: S[i, j] does not change with "
+            "i, the token that asks. If you wrote a loop over i, does its body use i?"
+        )
+    return None
+
+
 def _first_score_hint(got, want, inputs):
-    # No named mistake explains the numbers: point at one entry the learner can redo.
+    # No named mistake explains the numbers: point at one entry the learner can redo, with
+    # the two vectors it is made of (the inputs themselves are not printed).
     if got.shape != want.shape or got.size == 0:
         return None
     if np.allclose(got, want, rtol=0, atol=0.01):
         return (
             "Your `cross_scores` is close to the right scores but not equal to them: every "
             "entry is within 0.01. Did you round somewhere?"
+        )
+    size = float(np.sum(want * want))
+    ratio = float(np.sum(got * want)) / size if size > 0 else 1.0
+    if abs(ratio - 1) > 1e-3 and np.allclose(got, ratio * want, rtol=1e-6, atol=1e-9):
+        return (
+            f"Every one of your scores is the right one times {ratio:.4g}: the pattern is "
+            "right, but something scales it. Did you divide or multiply by a size, such as "
+            "√d or d_k? This exercise asks for the raw dot products."
         )
     if got.shape[0] == got.shape[1] > 1 and np.allclose(got, got.T):
         return (
@@ -152,12 +179,22 @@ def _first_score_hint(got, want, inputs):
         )
     if np.isclose(got[0, 0], want[0, 0]):
         return None
+    q0 = np.array2string(inputs["X_q"][0] @ inputs["W_Q"], precision=3, suppress_small=True)
+    k0 = np.array2string(inputs["X_kv"][0] @ inputs["W_K"], precision=3, suppress_small=True)
     return (
         f"Your `cross_scores` returns the right shape, but S[0, 0] is {float(got[0, 0]):.6g} "
         f"where it should be {float(want[0, 0]):.6g}. Compute S[0, 0] on its own: the query "
-        "of X_q's first token dotted with the key of X_kv's first token. Which of your steps "
-        "gives something else?"
+        f"of X_q's first token, here {q0}, dotted with the key of X_kv's first token, here "
+        f"{k0}. Which of your steps gives something else?"
     )
+
+
+def _same_index_loop(X_q, X_kv, W_Q, W_K):
+    # for i ...: for j ...: S[i, j] = Q[i] @ K[i], which stops when n_q > n_k
+    Q, K = X_q @ W_Q, X_kv @ W_K
+    if len(Q) > len(K):
+        raise IndexError("K[i] is past the end")
+    return np.repeat(np.einsum("ik,ik->i", Q, K[: len(Q)])[:, None], len(K), axis=1)
 
 
 CROSS_MISTAKES = (
@@ -218,6 +255,11 @@ CROSS_MISTAKES = (
         lambda X_q, X_kv, W_Q, W_K: scores(X_q @ W_Q, X_q @ W_Q),
     ),
     Mistake(
+        "Every row of your S holds one number repeated, q_i · k_i: S[i, j] does not change "
+        "with j. In your loop over j, does the body use j, or does it dot Q[i] with K[i]?",
+        _same_index_loop,
+    ),
+    Mistake(
         "Your rows sum to 1: did you apply a softmax? This exercise asks for the raw scores; "
         "turning them into weights comes in lesson 04.",
         lambda X_q, X_kv, W_Q, W_K: softmax_rows(cross_scores_reference(X_q, X_kv, W_Q, W_K)),
@@ -241,10 +283,135 @@ register(
         shape_rule="one row per token of X_q (it asks) and one column per token of X_kv, "
         "(n_q, n_k)",
         mistakes=CROSS_MISTAKES,
-        hints=(_first_score_hint,),
+        hints=(_same_along_rows_hint, _first_score_hint),
+        # The label gives every shape; four matrices of numbers would bury the diagnosis.
+        shown_inputs=(),
         shape_hint=(
             "Write the shape of every array you make: X_q is (n_q, d), X_kv is (n_k, d), "
             "W_Q and W_K are (d, d_k). Which two arrays of length d_k must meet, and how?"
+        ),
+    ),
+)
+
+
+# --------------------------------------------------- exercise: new_token_scores
+
+
+def new_token_cases() -> list[Case]:
+    # The first case has d = d_k, so that re-projecting the cached keys runs and can be
+    # named. The last has nothing cached yet: the first token only meets its own key.
+    rng = np.random.default_rng(121)
+
+    def case(label, n, d, d_k):
+        W_Q, W_K = readable(rng, d, d_k), readable(rng, d, d_k)
+        return Case(
+            label,
+            {
+                "x_new": readable(rng, d),
+                "K_cache": readable(rng, n, d) @ W_K,  # the keys of the n earlier tokens
+                "W_Q": W_Q,
+                "W_K": W_K,
+            },
+        )
+
+    return [
+        case("3 keys in the cache (d = 3, d_k = 3)", 3, 3, 3),
+        case("5 keys in the cache (d = 4, d_k = 2)", 5, 4, 2),
+        case("1 key in the cache (d = 2, d_k = 3)", 1, 2, 3),
+        case("an empty cache, the first token (d = 3, d_k = 2)", 0, 3, 2),
+    ]
+
+
+def _with_own_key(x_new, K_cache, W_Q, W_K, own_key_matrix=None, first=False):
+    q = x_new @ W_Q
+    k_new = x_new @ (W_K if own_key_matrix is None else own_key_matrix)
+    K = np.vstack([k_new, K_cache] if first else [K_cache, k_new])
+    return K @ q
+
+
+def _which_scores_hint(got, want, inputs):
+    # Split the answer where the cache ends: the cached keys' scores, then its own.
+    if got.shape != want.shape or got.size < 2:
+        return None
+    cached_ok = np.allclose(got[:-1], want[:-1], rtol=1e-4, atol=1e-6)
+    own_ok = np.isclose(got[-1], want[-1], rtol=1e-4, atol=1e-6)
+    if cached_ok and not own_ok:
+        return (
+            "Your scores against the cached keys are right, but the last one, the new token "
+            "against itself, is not. How did you make its own key, and with which query?"
+        )
+    if own_ok and not cached_ok:
+        return (
+            "Your last score, the new token against itself, is right, but the scores against "
+            "the cached keys are not. Do you use K_cache as it is, in its own order?"
+        )
+    return None
+
+
+NEW_TOKEN_MISTAKES = (
+    Mistake(
+        "Your scores cover the cached keys only: one score is missing. The new token is part "
+        "of the text too, and it may attend to itself: which key is not in the cache yet?",
+        lambda x_new, K_cache, W_Q, W_K: K_cache @ (x_new @ W_Q),
+    ),
+    Mistake(
+        "Your scores are right but in the wrong order: the new token's own score comes "
+        "first. The cache holds the keys in the order the tokens came: where does the "
+        "newest one go?",
+        lambda x_new, K_cache, W_Q, W_K: _with_own_key(x_new, K_cache, W_Q, W_K, first=True),
+    ),
+    Mistake(
+        "Your last score is q · q: you made the new token's own key with W_Q. Which matrix "
+        "made the keys that sit in the cache?",
+        lambda x_new, K_cache, W_Q, W_K: _with_own_key(x_new, K_cache, W_Q, W_K, W_Q),
+    ),
+    Mistake(
+        "You made the new token's query with W_K, so it asks with what it offers. Which "
+        "matrix turns an embedding into what it looks for?",
+        lambda x_new, K_cache, W_Q, W_K: np.vstack([K_cache, x_new @ W_K]) @ (x_new @ W_K),
+    ),
+    Mistake(
+        "You used the new token's embedding x_new itself as its query: it only runs because "
+        "d = d_k here. A query is what the token looks for, made by a learned matrix: which "
+        "one?",
+        lambda x_new, K_cache, W_Q, W_K: np.vstack([K_cache, x_new @ W_K]) @ x_new,
+    ),
+    Mistake(
+        "You multiplied the cached keys by W_K again: it only runs because d = d_k here. "
+        "The cache holds keys already, K = X W_K, not embeddings: what can you use as it is?",
+        lambda x_new, K_cache, W_Q, W_K: np.vstack([K_cache @ W_K, x_new @ W_K]) @ (x_new @ W_Q),
+    ),
+    Mistake(
+        "Your scores sum to 1: did you apply a softmax? This exercise asks for the raw "
+        "scores; turning them into weights comes in lesson 04.",
+        lambda x_new, K_cache, W_Q, W_K: softmax_rows(
+            solutions.new_token_scores(x_new, K_cache, W_Q, W_K)
+        ),
+    ),
+    Mistake(
+        "You divided by √d_k already. This exercise asks for the raw dot products; the "
+        "scaling is the topic of the next two lessons.",
+        lambda x_new, K_cache, W_Q, W_K: (
+            solutions.new_token_scores(x_new, K_cache, W_Q, W_K) / np.sqrt(W_Q.shape[1])
+        ),
+    ),
+)
+
+register(
+    LESSON,
+    solutions.new_token_scores,
+    "new_token_scores(x_new, K_cache, W_Q, W_K) -> one score per key so far, shape (n + 1,)",
+    ArrayCheck(
+        new_token_cases,
+        reference=solutions.new_token_scores,
+        shape_rule="one score for each of the n cached keys and one for the new token's own "
+        "key, (n + 1,)",
+        mistakes=NEW_TOKEN_MISTAKES,
+        hints=(_which_scores_hint,),
+        shape_hint=(
+            "Write the shape of every array you make: x_new is (d,), K_cache is (n, d_k), "
+            "W_Q and W_K are (d, d_k). The new token's key is (d_k,): how do you add it to "
+            "K_cache as one more row?"
         ),
     ),
 )
@@ -279,13 +446,27 @@ _EXPAND = (
 )
 
 
-def _identity_hint(got, want, inputs):
-    # The last resort for a (d, d) answer no named mistake explains: a check to run.
+def _multiple_hint(got, want, inputs):
+    # Any M = c · (the right one): every score is scaled by the same number.
+    if got.shape != want.shape or not np.isfinite(got).all() or not want.any():
+        return None
+    c = float(np.vdot(got, want) / np.vdot(want, want))
+    if abs(c - 1) < 1e-3 or not np.allclose(got, c * want):
+        return None
+    return (
+        f"Your M is a multiple of the right one, {c:.3g} times it, so every score it gives is "
+        f"{c:.3g} times the right score. Where does that factor come in? {_EXPAND}?"
+    )
+
+
+def _rule_hint(got, want, inputs):
+    # The last resort for a (d, d) answer no named mistake explains: a question, not a recipe.
     if got.shape != want.shape:
         return None
     return (
-        "Your M gives other scores than the two projections do. Try it with X = np.eye(d), one "
-        "embedding per axis: what does X M Xᵀ become, and what does (X W_Q)(X W_K)ᵀ become?"
+        "Your M gives other scores than the two projections do. The scores hold one "
+        "transposed product, (X W_K)ᵀ: which rule turns the transpose of a product into a "
+        "product of transposes, and in which order do the factors come out?"
     )
 
 
@@ -329,6 +510,12 @@ MATRIX_MISTAKES = (
         lambda W_Q, W_K: (W_Q @ W_K.T + W_K @ W_Q.T) / 2,
     ),
     Mistake(
+        "Your M is a multiple of the right one: twice it, so every score is doubled. Did "
+        "you add two terms that are in fact the same product, such as W_Q W_Kᵀ and "
+        f"(W_K W_Qᵀ)ᵀ? {_EXPAND}?",
+        lambda W_Q, W_K: W_Q @ W_K.T + (W_K @ W_Q.T).T,
+    ),
+    Mistake(
         "You used W_K twice: W_K W_Kᵀ would compare keys with keys, and it is symmetric, so "
         f"every pair of tokens would score each other alike. The queries are X W_Q. {_EXPAND}?",
         lambda W_Q, W_K: W_K @ W_K.T,
@@ -349,7 +536,7 @@ register(
         reference=solutions.score_matrix,
         shape_rule="(d, d): X M Xᵀ must be (n, d) @ (d, d) @ (d, n)",
         mistakes=MATRIX_MISTAKES,
-        hints=(_identity_hint,),
+        hints=(_multiple_hint, _rule_hint),
         shape_hint=(
             "W_Q and W_K are both (d, d_k). M goes between X (n, d) and Xᵀ (d, n), so it "
             "must be (d, d): (d, d_k) @ (d_k, d)."

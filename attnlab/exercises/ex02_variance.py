@@ -318,6 +318,12 @@ UNIFORM_MISTAKES = (
         lambda d_k: d_k / 81,
     ),
     Mistake(
+        "Your function gives the same number for every d_k: that is σ_q² σ_k², the variance "
+        "of ONE product q_i k_i. How many products does q·k add up, and what happens to "
+        "their variances when they are added?",
+        lambda d_k: 1 / 9,
+    ),
+    Mistake(
         "Your number is rounded down to a whole number: `//` is floor division. "
         "A variance need not be a whole number; which division keeps the fraction?",
         lambda d_k: d_k // 9,
@@ -338,6 +344,13 @@ def _estimate_hint(got: np.ndarray, want: np.ndarray, inputs: dict) -> str | Non
     return None
 
 
+def _two_steps_hint(got: np.ndarray, want: np.ndarray, inputs: dict) -> str | None:
+    # Any other single number: point at the two steps, without the numbers.
+    if got.shape != () or not np.isfinite(got.astype(np.float64)):
+        return None
+    return f"Your function returns {float(got):.4g} for d_k = {inputs['d_k']}. {_UNIFORM}"
+
+
 register(
     LESSON,
     solutions.uniform_score_variance,
@@ -347,7 +360,7 @@ register(
         reference=solutions.uniform_score_variance,
         shape_rule="one number for one d_k",
         mistakes=UNIFORM_MISTAKES,
-        hints=(_estimate_hint,),
+        hints=(_estimate_hint, _two_steps_hint),
         # The expected number (1 for d_k = 9) would give the formula away.
         show_expected=False,
     ),

@@ -1,5 +1,6 @@
 """Exercises ``entropy`` (how spread out each row of softmax weights is, in nats),
-``divisor_for_variance`` and ``temperature_for_entropy`` (choosing the divisor τ).
+``temperature_for_entropy`` (choosing the divisor τ) and ``largest_jacobian_entry`` (how
+much gradient a softmax row can pass back, computed without building its Jacobian).
 
 H(p) = -Σ_j p_j log p_j for each row, with 0 · log 0 = 0. The lesson uses it to
 measure how far softmax collapses onto one key when the scores are large.
@@ -7,12 +8,18 @@ measure how far softmax collapses onto one key when the scores are large.
 Lesson: ``notebooks/03_scaling.ipynb``.
 """
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
-from ..lessons.scaling import divisor_for_variance, temperature_for_entropy
+from ..lessons.scaling import largest_jacobian_entry, temperature_for_entropy
+from ..memory import measured_peak
 from ..softmax import entropy, softmax
 from . import solutions
-from .arrays import ArrayCheck, Case, Mistake, ratio_hint, softmax_rows
+from .arrays import ArrayCheck, Case, Mistake, softmax_rows
+from .calling import call_answer, silenced
+from .messages import CheckResult, Fail
 from .registry import register
 
 
@@ -174,114 +181,200 @@ register(
 )
 
 
-# ------------------------------------------------------- divisor_for_variance
+# ----------------------------------------------------- largest_jacobian_entry
 
 
-def divisor_cases() -> list[Case]:
-    # The first case has σ_q = σ_k = 1, so a slip in the square root or in the target is
-    # named before the spread of the entries comes in. After it, targets other than 1,
-    # d_k that are not squares and σ_q ≠ σ_k, so each slip gives its own number. (A slip
-    # that first shows on the σ_q = σ_k case, such as keeping σ_q alone, is told apart
-    # from its look-alikes on the σ_q ≠ σ_k case: the checker tests it there too.)
-    rows = [
-        (128, 4.0, 1.0, 1.0),
-        (512, 0.25, 0.4, 0.4),
-        (96, 2.0, 3.0, 0.2),
-        (1000, 1.0, np.sqrt(1 / 3), np.sqrt(1 / 3)),
-    ]
+def jacobian_cases() -> list[Case]:
+    # The first case is square, so summing or taking the maximum down the columns gives
+    # numbers of the right shape, and its rows have a top weight above ½, below ½ and at
+    # ½, so 1/4, p_max, p_max² and the top two weights' product all differ there.
+    rng = np.random.default_rng(333)
     return [
         Case(
-            f"d_k = {d_k}, target variance {v:g}, σ_q = {sq:.4g}, σ_k = {sk:.4g}",
-            {"d_k": d_k, "target_variance": v, "sigma_q": sq, "sigma_k": sk},
-        )
-        for d_k, v, sq, sk in rows
+            "p (3×3): top weights 0.7, 0.4 and 0.5",
+            {"p": np.array([[0.7, 0.2, 0.1], [0.4, 0.35, 0.25], [0.3, 0.5, 0.2]])},
+        ),
+        Case(
+            "p (3×4): a one-hot row, a uniform row, a row with a zero",
+            {"p": np.array([[0.0, 1.0, 0.0, 0.0], [0.25] * 4, [0.6, 0.0, 0.3, 0.1]])},
+        ),
+        Case(
+            "p (2×3×5): a batch of 2 × 3 rows of softmax weights",
+            {"p": softmax_rows(np.round(rng.normal(scale=1.5, size=(2, 3, 5)), 1))},
+        ),
     ]
 
 
-_RULE = (
-    "Lesson 02 gives Var(q·k) = σ_q² σ_k² d_k, and Var(s / τ) = Var(s) / τ², so "
-    "Var(s / τ) = σ_q² σ_k² d_k / τ². Set that equal to the target and solve for τ"
+def _top_two(p):
+    top = np.sort(np.asarray(p, dtype=np.float64), axis=-1)
+    return top[..., -1] * top[..., -2]
+
+
+_WHICH = (
+    "Compare an entry off the diagonal, |J_ij| = p_i p_j, with the diagonal entry "
+    "p_i (1 − p_i) of the same row i: how large can p_j be, when all the weights sum to 1?"
 )
 
-DIVISOR_MISTAKES = (
+JACOBIAN_MISTAKES = (
     Mistake(
-        f"You forgot the square root: dividing by τ divides the variance by τ². {_RULE}.",
-        lambda d_k, v, sq, sk: (sq * sk) ** 2 * d_k / v,
+        "You returned the largest weight p_max itself. A diagonal entry of J is "
+        "J_ii = p_i (1 − p_i): the weight times what is left for the other keys. "
+        "That is why a one-hot row, p_max = 1, has J = 0.",
+        lambda p: p.max(axis=-1),
     ),
     Mistake(
-        "You left out the spread of the entries: your τ is right only when σ_q = σ_k = 1. "
-        f"Wider entries make wider scores, which need a larger divisor. {_RULE}.",
-        lambda d_k, v, sq, sk: np.sqrt(d_k / v),
+        "You returned p_max², the size of the term p_i p_j with i = j. On the diagonal "
+        "that term is subtracted from p_i: J_ii = p_i − p_i² = p_i (1 − p_i).",
+        lambda p: p.max(axis=-1) ** 2,
     ),
     Mistake(
-        "Your τ carries the spread of the queries' entries, σ_q, but not that of the keys' "
-        "entries: wider keys make wider scores too, so σ_k belongs in τ as well. "
-        f"{_RULE}.",
-        lambda d_k, v, sq, sk: sq * np.sqrt(d_k / v),
+        "You returned 1/4 for every row: that is the largest entry any row can have, "
+        "reached only when the top weight is exactly ½. A one-hot row has J = 0. Which "
+        "weight decides the largest entry of one particular row?",
+        lambda p: np.full(p.shape[:-1], 0.25),
     ),
     Mistake(
-        "Your τ carries the spread of the keys' entries, σ_k, but not that of the queries' "
-        "entries: wider queries make wider scores too, so σ_q belongs in τ as well. "
-        f"{_RULE}.",
-        lambda d_k, v, sq, sk: sk * np.sqrt(d_k / v),
+        "You returned the product of the two largest weights, the largest entry off the "
+        f"diagonal. Is it larger than every entry on the diagonal? {_WHICH}",
+        _top_two,
     ),
     Mistake(
-        "You used the average of σ_q and σ_k. Both spreads enter Var(q·k), but how: "
-        "added, or multiplied? Look again at lesson 02's formula (Section 7). "
-        f"{_RULE}.",
-        lambda d_k, v, sq, sk: (sq + sk) / 2 * np.sqrt(d_k / v),
+        "You summed p_i (1 − p_i) over the row: that is the trace of J, the sum of its "
+        "diagonal, not its largest entry. Take the maximum instead of the sum, and think "
+        "about which i gives it.",
+        lambda p: (p * (1 - p)).sum(axis=-1),
     ),
     Mistake(
-        "sigma_q and sigma_k are standard deviations, and you used them as variances: "
-        "an entry with standard deviation σ has variance σ². "
-        f"{_RULE}.",
-        lambda d_k, v, sq, sk: np.sqrt(sq * sk * d_k / v),
+        "You returned 1 − p_max, the weight left for the other keys. The diagonal entry "
+        "J_ii = p_i (1 − p_i) has both factors.",
+        lambda p: 1 - p.max(axis=-1),
     ),
     Mistake(
-        "You multiplied by σ_q² σ_k² after taking the square root: the variance carries "
-        f"σ_q² σ_k², so the divisor carries its square root, σ_q σ_k. {_RULE}.",
-        lambda d_k, v, sq, sk: (sq * sk) ** 2 * np.sqrt(d_k / v),
+        "You used p_max (1 − p_min), mixing the largest and the smallest weight. Each "
+        "diagonal entry, J_ii = p_i (1 − p_i), uses one weight twice.",
+        lambda p: p.max(axis=-1) * (1 - p.min(axis=-1)),
     ),
     Mistake(
-        "You divided by σ_q σ_k instead of multiplying: wider entries make wider scores, "
-        f"so they need a larger divisor, not a smaller one. {_RULE}.",
-        lambda d_k, v, sq, sk: np.sqrt(d_k / v) / (sq * sk),
+        "You used the smallest weight. p_i (1 − p_i) grows with p_i up to p_i = ½, and "
+        "at most one weight of a row can be above ½: which weight gives the largest "
+        "product?",
+        lambda p: p.min(axis=-1) * (1 - p.min(axis=-1)),
     ),
     Mistake(
-        f"You multiplied where you should divide: your τ gives variance 1/target. {_RULE}.",
-        lambda d_k, v, sq, sk: sq * sk * np.sqrt(d_k * v),
+        "You took the maximum down the columns (axis 0). Each row of p is one softmax "
+        "row with its own Jacobian: work along the last axis, `axis=-1`.",
+        lambda p: p.max(axis=0) * (1 - p.max(axis=0)),
     ),
     Mistake(
-        f"Upside down: your τ is √(target / d_k), a number below 1 that makes scores larger. "
-        f"{_RULE}.",
-        lambda d_k, v, sq, sk: np.sqrt(v / d_k) / (sq * sk),
+        "You kept the reduced axis (`keepdims=True`), so you return one more axis than "
+        "needed: one number per row, shape p.shape[:-1].",
+        lambda p: p.max(axis=-1, keepdims=True) * (1 - p.max(axis=-1, keepdims=True)),
     ),
     Mistake(
-        "You returned √d_k, which gives variance 1 only for σ_q = σ_k = 1 and a target of 1. "
-        f"{_RULE}.",
-        lambda d_k, v, sq, sk: np.sqrt(d_k),
-    ),
-    Mistake(
-        f"You took the square root of d_k but not of the target. {_RULE}.",
-        lambda d_k, v, sq, sk: sq * sk * np.sqrt(d_k) / v,
+        "You returned one number for the whole array. Each row has its own Jacobian, so "
+        "return one number per row: work along the last axis, `axis=-1`.",
+        lambda p: p.max() * (1 - p.max()),
     ),
 )
+
+
+def _jacobian_range_hint(got, want, inputs):
+    """Every |J_ij| lies between 0 and 1/4; the signed off-diagonal entries are negative."""
+    if got.shape != want.shape:
+        return None
+    got = got.astype(np.float64)
+    if not np.isfinite(got).all():
+        return None
+    if (got < -1e-12).any():
+        return (
+            "Some of your numbers are negative. The entries off the diagonal, −p_i p_j, "
+            "are negative, but you want the largest *size* |J_ij|, which is never below 0. "
+            + _WHICH
+        )
+    if (got > 0.25 + 1e-9).any():
+        return (
+            "Some of your numbers are above 1/4, but no entry of a softmax Jacobian can be: "
+            "p (1 − p) is largest, 1/4, at p = ½. " + _WHICH
+        )
+    return None
+
+
+def _jacobian_advice(got, want, inputs):
+    """Right shape, numbers in range, but not the largest entry: how to find it."""
+    if got.shape != want.shape or not np.isfinite(got.astype(np.float64)).all():
+        return None
+    return (
+        "Your numbers have the right shape but are not the largest |J_ij| of each row. "
+        "Write the two kinds of entry, J_ii = p_i (1 − p_i) and J_ij = −p_i p_j, then "
+        "compare them: which kind holds the largest size, and for which i? Try a row such "
+        "as [0.7, 0.2, 0.1] by hand with `attnlab.softmax_jacobian` next to you."
+    )
+
+
+# 4 rows of 1000 weights: their Jacobians, (4, 1000, 1000) in float64, take 32 MB, p itself
+# 32 kB. An answer that never builds J needs a few arrays the size of p at most.
+MEMORY_ROWS, MEMORY_KEYS, MEMORY_FACTOR = 4, 1000, 10
+
+
+@dataclass(frozen=True)
+class NoJacobianCheck(ArrayCheck):
+    """An ArrayCheck, then rows of 1000 weights on which the answer's peak memory must
+    stay below 10 times that of p: building the m × m Jacobian fails, even with the
+    learner's own NumPy code."""
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
+        result = super().__call__(answer, name=name, timeout=timeout)
+        if not result.passed:
+            return result
+        rng = np.random.default_rng(3303)
+        p = softmax_rows(rng.normal(scale=2.0, size=(MEMORY_ROWS, MEMORY_KEYS)))
+        try:
+            with silenced():
+                value, peak = measured_peak(
+                    lambda: call_answer(answer, {"p": p.copy()}, name=name, timeout=timeout)
+                )
+        except Fail as fail:
+            return CheckResult(False, fail.message, name)
+        if peak > MEMORY_FACTOR * p.nbytes:
+            return CheckResult(
+                False,
+                f"Your `{name}` gives the right numbers, but on p of shape "
+                f"({MEMORY_ROWS}, {MEMORY_KEYS}) ({p.nbytes / 1e3:.0f} kB) it needed "
+                f"{peak / 1e6:.0f} MB at its peak: you built the m×m Jacobian. Find the "
+                "entry from p alone: which single weight of a row decides it?",
+                name,
+            )
+        if not np.allclose(np.asarray(value, dtype=float), _top_entry_of(p), rtol=1e-4, atol=1e-6):
+            return CheckResult(
+                False,
+                f"Your `{name}` is right on the small inputs but not on rows of "
+                f"{MEMORY_KEYS} weights; does it use a fixed size somewhere?",
+                name,
+            )
+        return result
+
+
+def _top_entry_of(p: np.ndarray) -> np.ndarray:
+    p_max = p.max(axis=-1)
+    return p_max * (1 - p_max)
+
 
 register(
     "notebooks/03_scaling.ipynb",
-    solutions.divisor_for_variance,
-    "divisor_for_variance(d_k, target_variance, sigma_q, sigma_k) -> τ with Var(q·k / τ) = target",
-    ArrayCheck(
-        divisor_cases,
-        reference=divisor_for_variance,
-        shape_rule="one number, the divisor τ",
-        mistakes=DIVISOR_MISTAKES,
+    solutions.largest_jacobian_entry,
+    "largest_jacobian_entry(p) -> the largest |J_ij| of each row's softmax Jacobian, shape (...)",
+    NoJacobianCheck(
+        jacobian_cases,
+        reference=largest_jacobian_entry,
+        shape_rule="one number per row of p, shape p.shape[:-1]",
+        mistakes=JACOBIAN_MISTAKES,
         hints=(
-            ratio_hint(
-                "Write the variance of q·k for entries of standard deviation σ_q and σ_k "
-                "(lesson 02, Section 7), divide it by τ², set that equal to the target "
-                "and solve for τ."
-            ),
+            _jacobian_range_hint,
+            _jacobian_advice,
+        ),
+        shape_hint=(
+            "p is (..., n): reduce along the last axis, e.g. `p.max(axis=-1)`, for one "
+            "number per row, shape p.shape[:-1]."
         ),
     ),
 )
@@ -321,22 +414,32 @@ TEMPERATURE_MISTAKES = (
 )
 
 
+def _digits(got: float, want: float) -> str:
+    """A format that tells two numbers apart: 6 significant digits when they agree to 3
+    decimals (they would print alike), 4 otherwise."""
+    return ".6g" if f"{got:.3f}" == f"{want:.3f}" else ".4g"
+
+
 def _entropy_hint(got, want, inputs):
     got = float(np.asarray(got, dtype=np.float64).ravel()[0]) if np.size(got) == 1 else None
     if got is None or not np.isfinite(got) or got <= 0:
         return "Return one positive number, the temperature τ."
+    want = float(want)
+    f = _digits(got, want)
     reached = float(entropy(softmax(np.asarray(inputs["scores"], float) / got)))
     if abs(reached - inputs["target"]) < 0.01:
         return (
-            f"Close: your τ = {got:.6g} gives entropy {reached:.4f} nats, near the target "
-            f"{inputs['target']:g}, but τ should be right to within 1 part in 10,000, and "
-            "yours is further off. How narrow is your interval when you stop?"
+            f"Close: your τ = {got:{f}} gives entropy {reached:.4f} nats, near the target "
+            f"{inputs['target']:g}, and the right τ is {want:{f}}. τ should be right to "
+            "within 1 part in 10,000, and yours is further off. How fine is your search "
+            "when you stop: how wide is the last interval, or the last step of your grid?"
         )
     direction = "too sharp: raise τ" if reached < inputs["target"] else "too flat: lower τ"
     return (
-        f"With your τ = {got:.4g} the row's entropy is {reached:.3f} nats, not the target "
-        f"{inputs['target']:g}: {direction}. The entropy rises steadily with τ, so you can "
-        "close in on the target by halving an interval of τ, e.g. from 0.001 to 1000."
+        f"With your τ = {got:{f}} the row's entropy is {reached:.3f} nats, not the target "
+        f"{inputs['target']:g} (the right τ is {want:{f}}): {direction}. The entropy rises "
+        "steadily with τ, so you can close in on the target by halving an interval of τ, "
+        "e.g. from 0.001 to 1000."
     )
 
 
@@ -350,5 +453,9 @@ register(
         shape_rule="one number, the temperature τ",
         mistakes=TEMPERATURE_MISTAKES,
         hints=(_entropy_hint,),
+        # The hint prints both temperatures with enough digits to tell them apart; the
+        # example's 3 decimals would show a close answer and the right one alike.
+        show_expected=False,
+        show_returned=False,
     ),
 )

@@ -1,18 +1,21 @@
-"""Exercises ``softmax``, ``softmax_jacobian`` and ``causal_mask``.
+"""Exercises ``softmax``, ``softmax_jacobian`` and ``masked_softmax``.
 
 Lesson: ``notebooks/04_softmax.ipynb``.
 """
 
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
-from ..masks import causal_mask
 from ..softmax import softmax, softmax_jacobian
 from . import solutions
 from .arrays import (
     ArrayCheck,
     Case,
     Mistake,
-    bool_mask,
     overflow_hint,
     readable,
     softmax_columns,
@@ -20,7 +23,8 @@ from .arrays import (
     softmax_unnormalised,
     softmax_unshifted,
 )
-from .messages import Fail
+from .calling import run_with_time_limit, silenced
+from .messages import CheckResult
 from .registry import register
 
 LESSON = "notebooks/04_softmax.ipynb"
@@ -249,59 +253,219 @@ def _jacobian_hint(got, want, inputs):
     return None
 
 
-# ------------------------------------------------------------ causal_mask
+# --------------------------------------------------------- masked_softmax
 
 
-def mask_cases() -> list[Case]:
+def _masked_reference(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return softmax(x, mask=np.asarray(mask, dtype=bool))
+
+
+def masked_cases() -> list[Case]:
+    rng = np.random.default_rng(424)
+    # Every row keeps at least one key, and each row blocks different keys.
+    keep = np.array(
+        [[True, False, True, True], [False, True, True, False], [True, True, False, True]]
+    )
+    # The blocked keys have by far the largest scores: exp(0 - 800) underflows to 0.
+    far = np.array([[0.0, 1.0, 800.0, 2.0], [1000.0, -999.0, -1000.0, -998.0]])
+    far_keep = np.array([[True, True, False, True], [False, True, True, True]])
+    # Row 1 has every key blocked.
+    empty = np.array([[3.0, 1.0, 2.0], [0.5, -1.0, 2.0], [1.0, 4.0, 0.0]])
+    empty_keep = np.array([[True, True, False], [False, False, False], [True, False, True]])
     return [
-        Case("4 tokens", {"n": 4}),
-        Case("6 tokens", {"n": 6}),
-        Case("a single token", {"n": 1}),
+        Case(
+            "x (3×4) with small entries, one mask for each row",
+            {"x": readable(rng, 3, 4, scale=2.0), "mask": keep},
+        ),
+        Case(
+            "x (3×5) and a 1-D mask (5,), the same keys blocked in every row",
+            {
+                "x": readable(rng, 3, 5, scale=2.0),
+                "mask": np.array([True, True, True, False, False]),
+            },
+        ),
+        Case(
+            "x (2×4) whose blocked keys have by far the largest scores",
+            {"x": far, "mask": far_keep},
+        ),
+        Case("x (3×3) with every key of row 1 blocked", {"x": empty, "mask": empty_keep}),
     ]
 
 
-MASK_MISTAKES = (
+def _stable(z: np.ndarray) -> np.ndarray:
+    """The plain shifted softmax of each row, with no care for an all -inf row."""
+    with np.errstate(all="ignore"):
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def _renormalised(w: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return w / w.sum(axis=-1, keepdims=True)
+
+
+def _zero_if_empty(e: np.ndarray) -> np.ndarray:
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)
+
+
+def _masked(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """A right masked softmax, as a building block of wrong answers."""
+    kept = np.where(mask, x, -np.inf)
+    m = kept.max(axis=-1, keepdims=True)
+    return _zero_if_empty(np.exp(kept - np.where(m > -np.inf, m, 0.0)))
+
+
+_EMPTY_ROW = (
+    "A row with every key blocked is all -inf, so its maximum is -inf, and "
+    "-inf - (-inf) is NaN. Which number could you shift such a row by instead, and what "
+    "should you divide by when a row's sum is 0?"
+)
+
+
+def _exp_times_mask(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The kept maximum, but the mask multiplied in after exp: inf · False is NaN."""
+    kept = np.where(mask, x, -np.inf)
+    m = kept.max(axis=-1, keepdims=True)
+    with np.errstate(all="ignore"):
+        return _zero_if_empty(np.exp(x - np.where(m > -np.inf, m, 0.0)) * mask)
+
+
+_USE_WHERE = (
+    "False · (−inf) is nan, not 0, and so is inf · False: use `np.where(mask, x, -np.inf)`, "
+    "which picks each entry from one array or the other without multiplying."
+)
+
+MASKED_MISTAKES = (
     Mistake(
-        "Your causal mask is transposed: it is True above the diagonal, which lets each query "
-        "see later keys. Query i is row i and key j is column j: on which side of the "
-        "diagonal is j ≤ i?",
-        lambda n: np.triu(np.ones((n, n), dtype=bool)),
+        "Your weights are nan where a blocked key's score lies far above the kept ones: you "
+        "multiplied the mask in after `np.exp`, and exp of that blocked score overflows to "
+        "inf. " + _USE_WHERE + " Then exp gives exactly 0 on the blocked keys.",
+        _exp_times_mask,
     ),
     Mistake(
-        "Your causal mask leaves out the diagonal (j < i instead of j ≤ i). May a token "
-        "attend to itself? Without the diagonal, the first row has no True at all, so its "
-        "softmax would be 0 / 0.",
-        lambda n: np.tril(np.ones((n, n), dtype=bool), k=-1),
+        "Your weights ignore the mask: the blocked keys still get weight. Which scores should "
+        "become -inf before the softmax, so that exp gives exactly 0 there?",
+        lambda x, mask: softmax_rows(x),
     ),
     Mistake(
-        "Your mask is inverted: it is True at the blocked (future) positions j > i. Here True "
-        'means "may attend": where should it be True?',
-        lambda n: np.triu(np.ones((n, n), dtype=bool), k=1),
+        "Your mask is the wrong way round: your blocked keys are the ones marked True. Here "
+        'True means "may attend", as in `attnlab.softmax(x, mask=...)` and PyTorch\'s bool '
+        "masks. Which keys keep their scores?",
+        lambda x, mask: _masked(x, ~np.asarray(mask, dtype=bool)),
     ),
     Mistake(
-        "Your mask is True everywhere, so nothing is masked: query i would see keys from the "
-        "future. Which pairs (i, j) should stay allowed?",
-        lambda n: np.ones((n, n), dtype=bool),
+        "You set the blocked scores to 0, not to -inf. exp(0) = 1, so a blocked key still gets "
+        "a share. Which score has exp(score) = 0 exactly?",
+        lambda x, mask: softmax_rows(np.where(mask, x, 0.0)),
+    ),
+    Mistake(
+        "You zeroed the blocked weights after the softmax, so your rows sum to less than 1. "
+        "The kept keys should share all of the weight: what would you have to divide by, and "
+        "why is putting -inf into the scores before the softmax simpler?",
+        lambda x, mask: softmax_rows(x) * mask,
+    ),
+    Mistake(
+        "You zeroed the blocked weights after the softmax and then divided by the row sum. "
+        "Where a blocked key has by far the largest score, the kept weights underflow to 0 "
+        "first (exp(0 - 800) is too small for floating point), and the row becomes 0 / 0 = NaN. "
+        "Could the blocked keys be removed before the softmax instead, so that the maximum "
+        "is taken over the kept keys only?",
+        lambda x, mask: _renormalised(softmax_rows(x) * mask),
+    ),
+    Mistake(
+        "You shifted each row by the maximum of *all* its scores, blocked ones included. "
+        "Where a blocked key has by far the largest score, every kept exp(x - max) underflows "
+        "to 0 and the kept keys lose all their weight. Over which keys should the maximum "
+        "run?",
+        lambda x, mask: _zero_if_empty(np.exp(x - x.max(axis=-1, keepdims=True)) * mask),
+    ),
+    Mistake(
+        "Your softmax is right wherever a row keeps a key, but a row with every key blocked "
+        "comes out NaN. " + _EMPTY_ROW,
+        lambda x, mask: _stable(np.where(mask, x, -np.inf)),
+    ),
+    Mistake(
+        "You filled the blocked scores with a large finite number such as -1e9. That works "
+        "while a row keeps a key, but a row with every key blocked becomes a row of equal "
+        "scores and spreads its weight evenly over keys it may not see. What should a query "
+        "with nothing to attend to get, so that its output is the zero vector?",
+        lambda x, mask: softmax_rows(np.where(mask, x, -1e9)),
     ),
 )
 
 
-def _additive_mask(values: np.ndarray) -> None:
-    if values.dtype.kind == "f" and np.isin(values, (0.0, -np.inf)).all():
-        raise Fail(
-            "You returned an additive mask (0 where allowed, -inf where blocked). This "
-            "exercise asks for the bool mask, True where query i may attend to key j (j ≤ i). "
-            "Which comparison gives True and False directly?"
+def _masked_sum_hint(got, want, inputs):
+    if got.shape != want.shape or not np.isfinite(got.astype(np.float64)).all():
+        return None
+    keep = np.broadcast_to(np.asarray(inputs["mask"], dtype=bool), want.shape)
+    if (got[~keep] != 0).any():
+        return (
+            "Some of your blocked keys get a weight that is not exactly 0. exp(-inf) is "
+            "exactly 0: where do the blocked scores become -inf?"
         )
+    return None
 
 
-_AS_BOOL_MASK = bool_mask(
-    "`~mask` and `mask & other` mean "
-    '"not" and "and" only on booleans (on integers they work bit by bit, '
-    "and on floats they fail). Use `dtype=bool` or a comparison such as `j <= i`.",
-    label="causal mask",
-    other_forms=_additive_mask,
-)
+def _masked_nan_hint(got, want, inputs):
+    if got.shape != want.shape or np.isfinite(got.astype(np.float64)).all():
+        return None
+    keep = np.broadcast_to(np.asarray(inputs["mask"], dtype=bool), want.shape)
+    empty = ~keep.any(axis=-1)
+    bad = ~np.isfinite(got.astype(np.float64)).all(axis=-1)
+    if empty.any() and (bad <= empty).all():
+        return "Your softmax returned NaN on a row with every key blocked. " + _EMPTY_ROW
+    return None
+
+
+def _masked_multiply_hint(got, want, inputs):
+    """NaN on rows that keep a key: most often the mask was multiplied in."""
+    if got.shape != want.shape or np.isfinite(got.astype(np.float64)).all():
+        return None
+    keep = np.broadcast_to(np.asarray(inputs["mask"], dtype=bool), want.shape)
+    bad = ~np.isfinite(got.astype(np.float64)).all(axis=-1)
+    if (bad & keep.any(axis=-1)).any():
+        return (
+            "Your weights are nan on rows that keep a key. Did you multiply by the mask, "
+            "as in `x * mask + (~mask) * -np.inf` or `np.exp(...) * mask`? " + _USE_WHERE
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class NoWarningCheck(ArrayCheck):
+    """An ArrayCheck, then the test inputs once more with NumPy's divide, invalid and
+    overflow errors raised: a right answer that passes through 0 / 0 or -inf - (-inf) on
+    the way would print a RuntimeWarning in the learner's notebook."""
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
+        result = super().__call__(answer, name=name, timeout=timeout)
+        if not result.passed:
+            return result
+        for case in self.cases():
+            args = [np.copy(v) for v in case.inputs.values()]
+
+            def run(args: list[Any] = args) -> Any:
+                with np.errstate(divide="raise", invalid="raise", over="raise"):
+                    return answer(*args)
+
+            try:
+                with silenced():
+                    run_with_time_limit(run, timeout)
+            except FloatingPointError as error:
+                return CheckResult(
+                    False,
+                    f"Your `{name}` returns the right weights, but on the test input "
+                    f"{case.label!r} NumPy warns along the way ({error}), and that "
+                    "RuntimeWarning would show under every cell that calls it. A row with "
+                    "every key blocked is where it happens: -inf - (-inf) and 0 / 0 are "
+                    "computed, then thrown away. Can you pick the shift and the divisor of "
+                    "such a row so that neither is ever computed?",
+                    name,
+                )
+            except Exception:  # already passed: any other trouble is not this check's
+                continue
+        return result
 
 
 # --------------------------------------------------------------- register
@@ -344,13 +508,19 @@ register(
 )
 register(
     LESSON,
-    solutions.causal_mask,
-    "causal_mask(n) -> bool (n, n), True where key j ≤ query i",
-    ArrayCheck(
-        mask_cases,
-        reference=causal_mask,
-        shape_rule="one row per query and one column per key, (n, n)",
-        mistakes=MASK_MISTAKES,
-        prepare=_AS_BOOL_MASK,
+    solutions.masked_softmax,
+    "masked_softmax(x, mask) -> weights (n, m); exactly 0 where mask is False, a row with no "
+    "key left all zeros",
+    NoWarningCheck(
+        masked_cases,
+        reference=_masked_reference,
+        shape_rule="the same shape as x, one weight per score",
+        mistakes=MASKED_MISTAKES,
+        hints=(_masked_nan_hint, _masked_sum_hint, _masked_multiply_hint),
+        shape_hint=(
+            "The mask may be 1-D, one flag per key, while x is (n, m): `np.where(mask, x, ...)` "
+            "broadcasts it over the rows. And a row's maximum or sum, taken with "
+            "`axis=-1`, has shape (n,): how do you keep it as a column, (n, 1)?"
+        ),
     ),
 )

@@ -1,20 +1,27 @@
 """Exercises ``attention`` and ``masked_attention``, softmax(Q Kᵀ / √d_k) V,
 ``output_change``: Z = A V is linear in V, so adding δ to value row j adds A_ij δ to
-output row i, through column j of A, and ``attention_by_hand``: one query's output,
-stage by stage, as one number.
+output row i, through column j of A, ``scores_for``: scores whose softmax weights mix
+the value rows into a given point of their hull, and ``attention_by_hand``: one query's
+output, stage by stage, as one number.
 
 Lesson: ``notebooks/05_values.ipynb``.
 """
 
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from ..attention import attention
-from ..lessons.values import output_change
+from ..lessons.values import output_change, scores_for
 from . import solutions
 from .arrays import (
     ArrayCheck,
     Case,
     Mistake,
+    matches,
     overflow_hint,
     readable,
     softmax_along,
@@ -22,6 +29,7 @@ from .arrays import (
     softmax_unnormalised,
     softmax_unshifted,
 )
+from .messages import Fail, TooSlow, array_block
 from .numbers import NumberCheck, Slip
 from .registry import register
 
@@ -49,6 +57,75 @@ def _scaled(Q, K, divisor=None):
 def blocked_to_minus_inf(S: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     """The scores with the keys a bool mask blocks set to -inf (nothing when mask is None)."""
     return S if mask is None else np.where(mask, S, -np.inf)
+
+
+_SHAPES_IN_ERROR = re.compile(r"\(([\d, ]*)\)")
+
+
+def _error_shapes(message: str) -> list[tuple[int, ...]]:
+    """The shapes NumPy names in a broadcast error, e.g. (2,4) (2,) → [(2, 4), (2,)]."""
+    if "broadcast" not in message:
+        return []
+    found = _SHAPES_IN_ERROR.findall(message)
+    return [tuple(int(n) for n in shape.split(",") if n.strip()) for shape in found]
+
+
+def _row_total_without_keepdims(message: str, inputs: dict[str, Any]) -> bool:
+    shapes = _error_shapes(message)
+    return any(len(a) >= 2 and b == a[:-1] for a in shapes for b in shapes)
+
+
+def _mask_transposed(message: str, inputs: dict[str, Any]) -> bool:
+    mask = inputs.get("mask")
+    if mask is None or mask.shape[0] == mask.shape[1]:
+        return False
+    return mask.T.shape in _error_shapes(message)
+
+
+def _keepdims(axes: str) -> str:
+    return (
+        f"The two shapes in that error are the scores, ({axes}n_q, n_k), and one number per "
+        f"row, ({axes}n_q,): `max` and `sum` over the last axis drop that axis, and "
+        "broadcasting lines shapes up from the right, so the row totals meet the keys' axis "
+        "instead of their rows. Which argument of `max` and `sum` keeps the reduced axis, "
+        "with length 1?"
+    )
+
+
+_LEADING_AXES = (
+    "Your code seems to assume two leading axes, a batch and a head, as Section 7's loops "
+    "do: on a 2-D Q, `Q[b, h]` is a single number. It must work with none, one or two "
+    "leading axes. Which operations act on the last two axes whatever comes in front?"
+)
+# A transposed mask stops on the first test input, whose mask is not square: that error
+# is where it gets named.
+_TRANSPOSED_MASK = (
+    "Your mask is transposed: `mask` is already (n_q, n_k), one row per query, like the "
+    "scores. Which way round must it be to line up with S?"
+)
+
+
+@dataclass(frozen=True)
+class ErrorHintCheck(ArrayCheck):
+    """An ArrayCheck in which an error the answer raises can get a more specific hint:
+    ``error_hints`` are (test on the error message and the inputs, hint) pairs; the first
+    that fits replaces the general ``shape_hint``."""
+
+    error_hints: tuple[tuple[Callable[[str, dict[str, Any]], bool], str], ...] = ()
+
+    def _answer_on(self, answer, case, want, name, timeout, notes):
+        try:
+            return super()._answer_on(answer, case, want, name, timeout, notes)
+        except TooSlow:
+            raise
+        except Fail as fail:
+            for fits, hint in self.error_hints:
+                if fits(fail.message, case.inputs):
+                    head = fail.message
+                    if self.shape_hint and head.endswith(" " + self.shape_hint):
+                        head = head[: -len(self.shape_hint) - 1]
+                    raise Fail(f"{head} {hint}") from None
+            raise
 
 
 def _attention_cases(seed: int, with_mask: bool) -> list[Case]:
@@ -166,6 +243,12 @@ def _common_mistakes() -> tuple[Mistake, ...]:
             lambda Q, K, V, mask=None: _global_maxsoftmax_rows(m(_scaled(Q, K), mask)) @ V,
         ),
         Mistake(
+            "You divided by the sum of every exp in the whole array, so the weights of all "
+            "the queries together sum to 1. Whose weights must sum to 1, and which `axis` "
+            "(with `keepdims`) gives one sum per row?",
+            lambda Q, K, V, mask=None: softmax_along(m(_scaled(Q, K), mask), axis=None) @ V,
+        ),
+        Mistake(
             "You returned the attention weights softmax(Q Kᵀ / √d_k), shape (n_q, n_k): the "
             "·V step is missing. The output mixes the value rows with those weights; which "
             "product of the weights (n_q, n_k) and V (n_k, d_v) gives (n_q, d_v)?",
@@ -184,6 +267,22 @@ def _common_mistakes() -> tuple[Mistake, ...]:
             lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K, 1.0), mask)) @ V,
         ),
         Mistake(
+            "You multiplied the scores by √d_k instead of dividing: that makes them larger, "
+            "where the scaling is there to bring them back to a spread of about 1 (lesson "
+            "02). Which operation undoes the growth?",
+            lambda Q, K, V, mask=None: (
+                softmax_rows(m(_scaled(Q, K, 1 / np.sqrt(Q.shape[-1])), mask)) @ V
+            ),
+        ),
+        Mistake(
+            "You divided the weights by √d_k after the softmax, so each row sums to 1/√d_k, "
+            "and the scores went into the softmax unscaled. Where does the division belong: "
+            "before the softmax or after it?",
+            lambda Q, K, V, mask=None: (
+                softmax_rows(m(_scaled(Q, K, 1.0), mask)) / np.sqrt(Q.shape[-1]) @ V
+            ),
+        ),
+        Mistake(
             "You divided the scores by d_k. A dot product of d_k unit-variance terms has "
             "variance d_k; what is its standard deviation, the number that brings it back "
             "to 1?",
@@ -196,10 +295,10 @@ def _common_mistakes() -> tuple[Mistake, ...]:
             lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K, Q.shape[-1] / 2), mask)) @ V,
         ),
         Mistake(
-            "You scaled by the square root of the number of keys (`len(K)` for a 2-D K). "
+            "You scaled by the square root of the number of keys (`len(K)` or `K.shape[-2]`). "
             "d_k is the length of each query and key vector: which axis of Q holds it?",
             lambda Q, K, V, mask=None: (
-                softmax_rows(m(_scaled(Q, K, np.sqrt(K.shape[0])), mask)) @ V
+                softmax_rows(m(_scaled(Q, K, np.sqrt(K.shape[-2])), mask)) @ V
             ),
         ),
         Mistake(
@@ -278,6 +377,14 @@ _BATCHED_SHAPES = (
 
 BATCH_MISTAKES = (
     Mistake(
+        "You scaled by the square root of `K.shape[0]`: for a 2-D K that is the number of "
+        "keys, and with batch axes in front it is the batch size. d_k is the length of each "
+        "query and key vector: which axis holds it, whatever comes in front?",
+        lambda Q, K, V, mask: (
+            softmax_rows(blocked_to_minus_inf(_scaled(Q, K, np.sqrt(K.shape[0])), mask)) @ V
+        ),
+    ),
+    Mistake(
         "Right on the 2-D inputs, but with batch and head axes in front your softmax runs "
         "over the wrong axis: for a 2-D S, axis 1 holds the keys, and for a 3-D or 4-D S it "
         "holds something else. Which axis holds each query's keys, whatever comes in front?",
@@ -289,13 +396,6 @@ BATCH_MISTAKES = (
         "d_k whatever comes in front?",
         lambda Q, K, V, mask: (
             softmax_rows(blocked_to_minus_inf(_scaled(Q, K, np.sqrt(Q.shape[1])), mask)) @ V
-        ),
-    ),
-    Mistake(
-        "You divided by the sum of every exp in the whole array, so the weights of all the "
-        "queries together sum to 1. Whose weights must sum to 1?",
-        lambda Q, K, V, mask: (
-            softmax_along(blocked_to_minus_inf(_scaled(Q, K), mask), axis=None) @ V
         ),
     ),
 )
@@ -382,13 +482,14 @@ register(
     LESSON,
     solutions.attention,
     "attention(Q, K, V) -> softmax(Q Kᵀ / √d_k) V, shape (n_q, d_v)",
-    ArrayCheck(
+    ErrorHintCheck(
         attention_cases,
         reference=attention,
         shape_rule="one row per query and one column per value feature, (n_q, d_v)",
         mistakes=_common_mistakes(),
         hints=(_overflow_hint,),
         shape_hint=_SHAPES,
+        error_hints=((_row_total_without_keepdims, _keepdims("")),),
     ),
 )
 # ---------------------------------------------------------------- output_change
@@ -476,12 +577,172 @@ register(
         ),
     ),
 )
+# ------------------------------------------------------------------- scores_for
+
+
+def scores_for_cases() -> list[Case]:
+    # Section 1's corners v1, v2, v3 first, a triangle around the origin, then the same
+    # question on a segment (d_v = 1) and in a tetrahedron (d_v = 3). Every z lies strictly
+    # inside, no two weights are equal, and every slip below differs from the answer on
+    # each input (a slip whose weights come out negative gives NaN scores, named too).
+    return [
+        Case(
+            "V (3×2), a triangle: Section 1's v1, v2, v3; z = [2.2, 2]",
+            {"V": np.array([[3.0, 0.5], [2.5, 2.5], [0.5, 3.0]]), "z": np.array([2.2, 2.0])},
+        ),
+        Case(
+            "V (3×2), a triangle around 0; z = [0.5, 0.5]",
+            {"V": np.array([[-1.0, 2.0], [-2.0, -1.0], [2.0, 0.0]]), "z": np.array([0.5, 0.5])},
+        ),
+        Case(
+            "V (2×1), a segment from 1 to 4; z = [2]",
+            {"V": np.array([[1.0], [4.0]]), "z": np.array([2.0])},
+        ),
+        Case(
+            "V (4×3), a tetrahedron; z = [0.7, 0.7, 1]",
+            {
+                "V": np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0], [2.0, 2.0, 2.0]]),
+                "z": np.array([0.7, 0.7, 1.0]),
+            },
+        ),
+    ]
+
+
+def log_weights(s: np.ndarray) -> np.ndarray:
+    """Scores shifted by a constant so that their exponentials sum to 1: log softmax(s).
+
+    Scores that differ by a constant give the same weights, so answers are compared in
+    this form. Scores that are not all finite are left as they are.
+    """
+    s = np.asarray(s, dtype=float)
+    if s.ndim != 1 or not np.isfinite(s).all():
+        return s
+    top = s.max()
+    return s - (top + np.log(np.exp(s - top).sum()))
+
+
+def _barycentric(V, z):
+    return np.linalg.solve(np.vstack([V.T, np.ones(len(V))]), np.append(z, 1.0))
+
+
+@dataclass(frozen=True)
+class ReachCheck(ArrayCheck):
+    """An ArrayCheck for scores that are right up to a constant: scores s pass when
+    softmax(s) @ V matches z. Answers and the mistakes are compared as :func:`log_weights`;
+    a failure adds the weights the answer's scores give and the point they mix."""
+
+    def _answer_on(self, answer, case, want, name, timeout, notes):
+        got = super()._answer_on(answer, case, want, name, timeout, notes)
+        return log_weights(got) if got.shape == want.shape else got
+
+    def _check_case(self, answer, case, name, timeout, notes, cases) -> None:
+        V, z = case.inputs["V"], case.inputs["z"]
+        got = self._answer_on(answer, case, self._expected(case), name, timeout, notes)
+        if got.shape == (len(V),) and np.isfinite(got).all():
+            weights = np.exp(got)
+            if matches(weights @ V, z):
+                return
+            where = (
+                f"\n\nThe softmax of your scores gives the weights\n{array_block(weights)}\n"
+                f"which mix the rows of V into\n{array_block(weights @ V)}\nnot z."
+            )
+        else:
+            where = ""
+        try:
+            super()._check_case(answer, case, name, timeout, notes, cases)
+        except Fail as fail:
+            raise Fail(fail.message + where) from None
+
+
+def _reach_hint(got, want, inputs):
+    if got.shape != want.shape:
+        return None
+    if not np.isfinite(got).all():
+        return (
+            "Some of your scores are NaN or -inf: `np.log` of a negative number or of 0. "
+            "For a z strictly inside the hull every weight is positive. A negative weight "
+            "means your weights solve another system: do they mix the rows into z, "
+            "Σ_j w_j v_j = z, and sum to 1?"
+        )
+    if np.ptp(got) < 1e-9:
+        return (
+            "Your scores are all equal, so every row gets the same weight and the output is "
+            "the plain mean of the rows, not z. Is your function still a placeholder?"
+        )
+    return (
+        "Your scores don't mix the rows into z. Two steps: which weights w, positive and "
+        "summing to 1, give Σ_j w_j v_j = z (d_v + 1 equations for d_v + 1 unknowns)? And "
+        "which scores does a softmax turn into exactly those weights?"
+    )
+
+
+SCORES_FOR_MISTAKES = (
+    Mistake(
+        "You returned the weights w themselves as scores. The softmax exponentiates its "
+        "input, so it turns w into e^w / Σ e^w, not w. Which scores s give e^s / Σ e^s = w?",
+        lambda V, z: log_weights(_barycentric(V, z)),
+    ),
+    Mistake(
+        "You returned z itself, a point with d_v coordinates. The answer is one score per "
+        "value row: the softmax turns them into weights, and the weights mix the rows into "
+        "z. How many scores, then, and what do they have to do?",
+        lambda V, z: np.asarray(z, dtype=float).copy(),
+    ),
+    Mistake(
+        "Your weights give Σ_j w_j v_j = z but do not sum to 1 (a least-squares solution of "
+        "Vᵀ w = z alone). The softmax always divides by the sum, so your output is z / Σ_j "
+        "w_j, not z. Which equation says that the weights of an average sum to 1?",
+        lambda V, z: log_weights(np.log(np.linalg.lstsq(V.T, z, rcond=None)[0])),
+    ),
+    Mistake(
+        "You solved the system with its matrix transposed: one row per value row, "
+        "[v_j, 1], rather than one row per equation. Write the equations out: Σ_j w_j v_j "
+        "= z gives one equation per coordinate of z, and Σ_j w_j = 1 one more. Which "
+        "entries does each equation take from V?",
+        lambda V, z: log_weights(
+            np.log(np.linalg.solve(np.column_stack([V, np.ones(len(V))]), np.append(z, 1.0)))
+        ),
+    ),
+    Mistake(
+        "Your scores are the dot products v_j · z, as if z were a query and the value rows "
+        "its keys. Those weights favour the rows that point the way z does, but the average "
+        "they give is not z. Which weights mix the rows into exactly z?",
+        lambda V, z: log_weights(V @ z),
+    ),
+    Mistake(
+        "Your scores have the wrong sign: -log w. The softmax then gives the most weight to "
+        "the row that should get the least. Which scores s give e^s / Σ e^s = w?",
+        lambda V, z: log_weights(-np.log(_barycentric(V, z))),
+    ),
+)
+
+register(
+    LESSON,
+    solutions.scores_for,
+    "scores_for(V, z) -> scores s, one per row of V, with softmax(s) @ V = z, shape (n,)",
+    ReachCheck(
+        scores_for_cases,
+        reference=scores_for,
+        shape_rule="one score per value row, (n,)",
+        mistakes=SCORES_FOR_MISTAKES,
+        hints=(_reach_hint,),
+        shape_hint=(
+            "V is (n, d_v) with n = d_v + 1 and z is (d_v,). The weights solve d_v + 1 "
+            "equations: Σ_j w_j v_j = z, one per coordinate (the matrix Vᵀ, (d_v, n)), and "
+            "Σ_j w_j = 1 (a row of n ones). Stacked, that is an (n, n) system."
+        ),
+        # The expected scores would give the answer away; the failure says what the
+        # learner's scores give instead.
+        show_expected=False,
+        show_returned=False,
+    ),
+)
 # ----------------------------------------------------------- attention_by_hand
 
 # One query, three keys and values, small enough for paper: d_k = 4, so √d_k = 2. Two of
 # the scores are negative, and the key that scores lowest carries the largest value, so
 # that how each key is handled shows in the answer. The numbers are chosen so that every
-# slip below lands at least 0.11 from every other and from the answer, and so that no
+# slip below lands at least 0.11 from the answer, no two slips' windows overlap, and no
 # earlier cell of the lesson prints these weights.
 BY_HAND_Q = np.array([1.0, 1.0, 1.0, 1.0])
 BY_HAND_K = np.array([[1.0, 1.0, 1.0, -1.0], [0.0, 1.0, -1.0, -1.0], [-1.0, -1.0, 0.0, 0.0]])
@@ -504,9 +765,9 @@ def _last_score_changed(to):
 
 
 _BY_HAND = _by_hand()
-# Weights rounded to two decimals on paper give 2.18, an answer cut to two decimals 2.19:
-# both pass. Every named slip lies at least 0.11 away.
-_BY_HAND_TOLERANCE = 0.03
+# The answer to two decimals is 2.19; weights rounded to two decimals on paper give 2.18.
+# Both pass, and so does 2.20; every named slip lies at least 0.11 away.
+_BY_HAND_TOLERANCE = 0.011
 _STAGES = (
     "The four stages: the three scores q·k_j; each divided by √d_k; the softmax "
     "(exponentiate, then divide by the sum); the weighted sum of the values' first entries. "
@@ -549,6 +810,12 @@ def by_hand_slips() -> list[Slip]:
              "decimals of each weight."),
         slip(_last_score_changed(lambda scaled, raw: -scaled), f"Check the sign of q·k_2: "
              f"k_2 = {_vector(BY_HAND_K[2])}, so does it agree with q or oppose it?"),
+        slip(_by_hand(scores=raw * [1, -1, 1]), "Check the sign of q·k_1: k_1 = "
+             f"{_vector(BY_HAND_K[1])}, so add its entries: do they come to +1 or -1?"),
+        # 1.953, next to the √3 slip's 1.961: a narrower window keeps the two apart.
+        Slip(_by_hand(scores=raw + [0, 0, -1]), "Check q·k_2 once more: k_2 = "
+             f"{_vector(BY_HAND_K[2])}, so the sum of q's entries times k_2's is what?",
+             0.0035),
         slip(_last_score_changed(lambda scaled, raw: 0.0), "You gave k_2 the score 0. "
              "Multiply q and k_2 entry by entry and add: what do you get?"),
         slip(_last_score_changed(lambda scaled, raw: raw), "Your k_2 score was not divided "
@@ -566,8 +833,9 @@ def by_hand_slips() -> list[Slip]:
              "for the first: which entries of v_0, v_1 and v_2 does it mix?"),
         slip(_by_hand() + _by_hand(entry=1), "That is the sum of the two entries of z. The "
              "question asks for the first entry alone."),
-        Slip(_BY_HAND, "Close, but not close enough: keep at least two decimals along the "
-             "way, or let NumPy compute each stage.", 0.07),
+        Slip(_BY_HAND, "Close, but not close enough: give the answer to two decimals, and "
+             "keep at least two decimals along the way (or let NumPy compute each stage).",
+             0.07),
     ]  # fmt: skip
 
 
@@ -610,7 +878,7 @@ register(
     solutions.masked_attention,
     "masked_attention(Q, K, V, mask) -> attention where only keys with mask True count, "
     "shape (..., n_q, d_v)",
-    ArrayCheck(
+    ErrorHintCheck(
         masked_attention_cases,
         reference=attention,
         shape_rule="the leading batch and head axes of Q, then one row per query and one "
@@ -625,5 +893,11 @@ register(
         ),
         # The mask is what most mistakes here are about; Q, K and V are too big to read.
         shown_inputs=("mask",),
+        error_hints=(
+            (_row_total_without_keepdims, _keepdims("..., ")),
+            (_mask_transposed, _TRANSPOSED_MASK),
+            (lambda message, inputs: "for @: 'numpy.float64'" in message, _LEADING_AXES),
+            (lambda message, inputs: "too many indices for array" in message, _LEADING_AXES),
+        ),
     ),
 )

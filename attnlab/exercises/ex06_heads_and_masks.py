@@ -34,6 +34,7 @@ from .arrays import (
     softmax_columns,
     softmax_rows,
 )
+from .messages import Fail, TooSlow
 from .registry import register
 
 LESSON = "notebooks/06_heads_and_masks.ipynb"
@@ -63,17 +64,53 @@ def _merge_strided(heads):
 
 
 def _wrong(*, split=_split, merge=_merge, one_head=False, divisor=None, weights=softmax_rows,
-           project=lambda heads, W_O: heads @ W_O):  # fmt: skip
+           project=lambda heads, W_O: heads @ W_O, inputs=lambda W: W):  # fmt: skip
     """Multi-head attention with one part done wrong: the split or merge of the heads, the
-    number of heads, the scale (``divisor(d_model)`` instead of d_head), the softmax or
-    the output projection."""
+    number of heads, the scale (``divisor(d_model, d_head)`` instead of d_head), the
+    softmax, the input projections (``inputs(W)`` for each of W_Q, W_K, W_V) or the
+    output projection."""
 
     def compute(X, W_Q, W_K, W_V, W_O, n_heads):
-        Q, K, V = (split(X @ W, 1 if one_head else n_heads) for W in (W_Q, W_K, W_V))
-        d = Q.shape[-1] if divisor is None else divisor(W_Q.shape[1])
+        Q, K, V = (split(X @ inputs(W), 1 if one_head else n_heads) for W in (W_Q, W_K, W_V))
+        d = Q.shape[-1] if divisor is None else divisor(W_Q.shape[1], Q.shape[-1])
         return project(merge(weights(Q @ K.transpose(0, 2, 1) / np.sqrt(d)) @ V), W_O)
 
     return compute
+
+
+def _heads_over_tokens(X, W_Q, W_K, W_V, W_O, n_heads):
+    """Each head takes d_head *rows* (tokens) with all d_model columns, as ``Q[s]`` does
+    for ``s = slice(h·d_head, (h+1)·d_head)``; the heads are stacked back over the rows."""
+    d_head = X.shape[1] // n_heads
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    heads = []
+    for h in range(n_heads):
+        s = slice(h * d_head, (h + 1) * d_head)
+        if len(Q[s]):
+            S = Q[s] @ K[s].T / np.sqrt(Q.shape[1])  # attention divides by its last axis
+            heads.append(softmax_rows(S) @ V[s])
+    return np.vstack(heads) @ W_O
+
+
+def _diagonal_blocks(X, W_Q, W_K, W_V, W_O, n_heads):
+    """Head h projects only its own columns of X, with one diagonal block of each W:
+    ``X[:, s] @ W_Q[s, s]``."""
+    d_head = X.shape[1] // n_heads
+    heads = []
+    for h in range(n_heads):
+        s = slice(h * d_head, (h + 1) * d_head)
+        Q, K, V = (X[:, s] @ W[s, s] for W in (W_Q, W_K, W_V))
+        heads.append(softmax_rows(Q @ K.T / np.sqrt(d_head)) @ V)
+    return np.hstack(heads) @ W_O
+
+
+def _heads_averaged(X, W_Q, W_K, W_V, W_O, n_heads):
+    """Each head's output times its own block of rows of W_O, then the mean over the heads:
+    ``(1/H) Σ_h head_h W_O[s_h, :]``, which is the right result divided by H."""
+    d_head = X.shape[1] // n_heads
+    Q, K, V = (_split(X @ W, n_heads) for W in (W_Q, W_K, W_V))
+    Z = softmax_rows(Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)) @ V  # (H, n, d_head)
+    return np.mean([Z[h] @ W_O[h * d_head : (h + 1) * d_head] for h in range(n_heads)], axis=0)
 
 
 def _softmax_each_column(S):
@@ -95,7 +132,21 @@ def mha_cases() -> list[Case]:
             inputs[name] = readable(rng, d_model, d_model, scale=0.7)
         inputs["n_heads"] = n_heads
         cases.append(Case(label, inputs))
-    return cases
+    # The single head first: an answer that fails only once there are several heads is
+    # then known to be right with one, and the hint below can say where to look.
+    return cases[-1:] + cases[:-1]
+
+
+def _several_heads_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """For a wrong answer with several heads: the single-head case, checked first, passed."""
+    if inputs["n_heads"] == 1:
+        return None
+    return (
+        f"Your function is right with a single head (n_heads = 1) but not with "
+        f"n_heads = {inputs['n_heads']}: look at the split or the merge. Which columns of Q, K "
+        f"and V does head 1 use, and where do its outputs land in the merged (n, d_model) "
+        f"array?"
+    )
 
 
 _HEAD_COLUMNS = (
@@ -118,12 +169,50 @@ MHA_MISTAKES = (
     Mistake(
         "You scaled each head's scores by √d_model. Inside one head, how many terms does "
         "each dot product have?",
-        _wrong(divisor=lambda d_model: d_model),
+        _wrong(divisor=lambda d_model, d_head: d_model),
     ),
     Mistake(
         "Your heads' scores are not scaled. What does each head's Q Kᵀ need before the "
         "softmax, and by what width?",
-        _wrong(divisor=lambda d_model: 1.0),
+        _wrong(divisor=lambda d_model, d_head: 1.0),
+    ),
+    Mistake(
+        "Your heads' scores are divided by d_head, √d_head twice: once by your code and once "
+        "more inside `attention`, which divides by the square root of its inputs' last axis "
+        "itself. If you call `attention`, what should you hand it: scaled or raw Q and K?",
+        _wrong(divisor=lambda d_model, d_head: d_head**2),
+    ),
+    Mistake(
+        "Your heads are slices of *rows*, `Q[h*d_head:(h+1)*d_head]`: each head gets a few "
+        "tokens with all their features, and the tokens no longer see each other across "
+        "heads. In Q, a row is a token and a column is a feature: which axis should the "
+        "heads cut?",
+        _heads_over_tokens,
+    ),
+    Mistake(
+        "Each of your heads projects only its own columns of X with one diagonal block of "
+        "the weights, like `X[:, s] @ W_Q[s, s]`. The heads split Q = X W_Q, not X: every "
+        "column of Q mixes all d_model features of X. Which columns of W_Q does head h "
+        "need, and which rows?",
+        _diagonal_blocks,
+    ),
+    Mistake(
+        "You made d_head heads of n_heads columns each: n_heads and d_head are swapped. "
+        "With d_model = n_heads × d_head, which of the two counts the heads, and which is "
+        "each head's width?",
+        _wrong(split=lambda M, n_heads: _split(M, M.shape[-1] // n_heads)),
+    ),
+    Mistake(
+        "Your result is the right one divided by n_heads: you averaged the heads' "
+        "contributions. Putting the heads side by side and multiplying by W_O *adds* what "
+        "each head's block of rows of W_O makes of it. Do the heads share one output, or "
+        "does each keep its own columns until W_O?",
+        _heads_averaged,
+    ),
+    Mistake(
+        "You projected X with W_Q, W_K and W_V transposed. Every W in this course "
+        "multiplies from the right, as in Q = X W_Q: which way round do they go?",
+        _wrong(inputs=lambda W: W.T),
     ),
     Mistake(
         "You split the heads by reshaping Q straight to (n_heads, n, d_head), and merged "
@@ -348,6 +437,23 @@ def kv_cases() -> list[Case]:
     ]
 
 
+def _unit_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """A count returned in KiB, MiB or GiB rather than in bytes: the ratio says which."""
+    if got.shape != () or not np.isfinite(got.astype(np.float64)) or float(want) == 0:
+        return None
+    ratio = float(got) / float(want)
+    for power, unit in ((10, "KiB"), (20, "MiB"), (30, "GiB")):
+        if abs(ratio * 2**power - 1) < 1e-3:
+            return (
+                f"Your number is 2⁻{str(power).translate(_SUPERSCRIPT)} of the right one: did "
+                f"you convert to {unit}? The function returns bytes; leave the units to the "
+                f"cell that prints them."
+            )
+    return None
+
+
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
 _RATIO_HINT = ratio_hint(
     "Count a key vector and a value vector of d_head numbers for every token, every "
     "key/value head and every layer, then multiply by the bytes per number."
@@ -487,11 +593,57 @@ MASK_MISTAKES = (
         "Which keys of sequence b are real tokens?",
         lambda lengths, n: np.broadcast_to(_causal(n), (len(lengths), n, n)).copy(),
     ),
+    Mistake(
+        "Your mask puts the padding at the start (left padding): it treats the last L "
+        "positions as the real tokens. In this exercise the padding comes at the end: which "
+        "positions does a sequence of length L fill?",
+        lambda lengths, n: (
+            (np.arange(n)[None, :] >= n - np.asarray(lengths)[:, None])[:, None, :] & _causal(n)
+        ),
+    ),
+    Mistake(
+        "Your causal part lets only the future through: query i sees the keys after it and "
+        "not the ones before it or itself. Which keys may query i see, j < i, j ≤ i or j > i?",
+        lambda lengths, n: _real_keys(lengths, n)[:, None, :] & ~_causal(n),
+    ),
 )
 
 
+_AND_HINT = (
+    " Python's `and` asks one array for a single True or False, which it cannot give. "
+    "Use & for element-wise AND: `a & b` compares the two arrays entry by entry."
+)
+
+
+class _MaskCheck(ArrayCheck):
+    """An ArrayCheck that adds, when the answer stops on NumPy's "truth value ... is
+    ambiguous" (Python's ``and``/``or``/``if`` on an array), how to AND element-wise."""
+
+    def _answer_on(self, answer, case, want, name, timeout, notes):
+        try:
+            return super()._answer_on(answer, case, want, name, timeout, notes)
+        except TooSlow:
+            raise
+        except Fail as fail:
+            if "truth value of an array" in fail.message and _AND_HINT not in fail.message:
+                raise Fail(fail.message + _AND_HINT) from None
+            raise
+
+
+def _additive_mask(values: np.ndarray) -> None:
+    """A mask of 0 and −inf (or a huge negative number): the additive convention."""
+    if values.dtype.kind == "f" and 0 in values and values.min() < -1e3 and values.max() <= 0:
+        raise Fail(
+            "Your mask holds 0 and a large negative number (such as −inf): an additive mask, "
+            "the kind some libraries add to the scores before the softmax, 0 where a query "
+            "may attend and −inf where it may not. This exercise asks for a bool mask, True "
+            "where query i may attend to key j. Which comparison turns your 0s into True?"
+        )
+
+
 _AS_BOOL_MASK = bool_mask(
-    "`&` means AND only on booleans. Comparisons such as `j < length` give booleans directly."
+    "`&` means AND only on booleans. Comparisons such as `j < length` give booleans directly.",
+    other_forms=_additive_mask,
 )
 
 
@@ -505,6 +657,7 @@ register(
         reference=multi_head_attention,
         shape_rule="one row per token and d_model columns, like X: (n, d_model)",
         mistakes=MHA_MISTAKES,
+        hints=(_several_heads_hint,),
         shape_hint=(
             "X is (n, d_model). What shape is one head's Q, K and V, and one head's "
             "output? And side by side, before and after W_O?"
@@ -555,8 +708,17 @@ register(
         reference=kv_cache_bytes,
         shape_rule="one number of bytes, not an array",
         mistakes=KV_MISTAKES,
-        hints=(_RATIO_HINT,),
+        hints=(_unit_hint, _RATIO_HINT),
         exact=True,  # a count of bytes: n_tokens ± 1 must not pass
+        # All six arguments, even those the label names, so the call can be retyped.
+        shown_inputs=(
+            "n_layers",
+            "n_tokens",
+            "n_heads",
+            "n_kv_heads",
+            "d_head",
+            "bytes_per_number",
+        ),  # fmt: skip
     ),
 )
 register(
@@ -564,7 +726,7 @@ register(
     solutions.padding_causal_mask,
     "padding_causal_mask(lengths, n) -> bool (batch, n, n), True where key j < lengths[b] "
     "and j ≤ query i",
-    ArrayCheck(
+    _MaskCheck(
         mask_cases,
         reference=padding_causal_mask,
         shape_rule="one (n, n) mask per sequence: (batch, n, n)",

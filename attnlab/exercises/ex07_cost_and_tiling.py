@@ -1,12 +1,15 @@
-"""Exercises ``longest_sequence`` and ``online_softmax``.
+"""Exercises ``longest_sequence``, ``merge_states`` and ``online_softmax``.
 
 ``longest_sequence(memory_bytes, d, bytes_per_number)``: the longest sequence whose
 attention peak, ``(2n² + 4nd)`` numbers, fits in a memory budget: the n² wall turned
 round. Counts are compared exactly, so n ± 1 on a large budget fails too.
+``merge_states(m1, l1, m2, l2)``: the running maximum and running sum of two parts of
+a row combined into those of the whole row; a plain softmax cannot fake it, and every
+slip of the rescaling shows in the returned numbers.
 ``online_softmax(scores, block_size)``: the softmax of one
 row computed block by block with a running maximum and a running sum, as tiled
 attention does. The checker sees only the result, so it tests rows whose maximum
-arrives late, with scores too large for a plain exp, ragged last blocks,
+arrives early, in the middle or late, with scores too large for a plain exp, ragged last blocks,
 block_size 1 and a single block, and names the classic slips of the running
 statistics.
 
@@ -65,8 +68,12 @@ def longest_cases() -> list[Case]:
             {"memory_bytes": peak_bytes(1, 8, 4) - 1, "d": 8, "bytes_per_number": 4},
         ),
         Case(
-            "a 24 GB GPU, d = 128, bfloat16",
-            {"memory_bytes": 24 * 10**9, "d": 128, "bytes_per_number": 2},
+            "a 24 GB GPU (24 GiB, 24 · 2³⁰ bytes), d = 128, bfloat16",
+            {"memory_bytes": 24 * 2**30, "d": 128, "bytes_per_number": 2},
+        ),
+        Case(
+            "10¹⁵ bytes, d = 128, float16: tens of millions of tokens",
+            {"memory_bytes": 10**15, "d": 128, "bytes_per_number": 2},
         ),
     ]
 
@@ -97,6 +104,14 @@ LONGEST_MISTAKES = (
         "needs more memory than there is.",
         lambda memory_bytes, d, bytes_per_number: max(
             math.ceil(math.sqrt(memory_bytes / bytes_per_number / 2 + d * d) - d), 0
+        ),
+    ),
+    Mistake(
+        "Your n is about 2d tokens too many, at every budget: a sign slip. When you solve "
+        "the quadratic 2n² + 4nd = (numbers that fit) for n, which sign does the d outside "
+        "the square root carry?",
+        lambda memory_bytes, d, bytes_per_number: max(
+            math.floor(math.sqrt(memory_bytes / bytes_per_number / 2 + d * d) + d), 0
         ),
     ),
     Mistake(
@@ -135,14 +150,110 @@ def _budget_hint(got, want, inputs):
         return (
             f"Your `longest_sequence` gives {n:,} tokens, which need {need:,} bytes: more than "
             f"the {memory:,} there are. Where does your method stop: at the last n that fits, "
-            f"or one step later? (A float square root near a whole number can also land on "
-            f"the wrong side of it.)"
+            f"or one step later?"
         )
     return (
         f"Your `longest_sequence` gives {n:,} tokens, but {right:,} still fit. Where does "
         f"your method stop: does it keep a peak exactly equal to the budget, and does it "
         f"round down only once?"
     )
+
+
+# ---------------------------------------------------------------- merge_states
+
+
+def merge_states(m1, l1, m2, l2):
+    """The reference: ``m = max(m1, m2)``, ``l = l1 e^(m1 − m) + l2 e^(m2 − m)``."""
+    m = max(m1, m2)
+    if m == -np.inf:  # two empty parts: nothing to rescale
+        return m, 0.0
+    return m, l1 * np.exp(m1 - m) + l2 * np.exp(m2 - m)
+
+
+def merge_cases() -> list[Case]:
+    def case(label, m1, l1, m2, l2):
+        return Case(label, {"m1": m1, "l1": l1, "m2": m2, "l2": l2})
+
+    return [
+        case("the second part has the larger maximum", 2.0, 1.5, 3.0, 1.25),
+        case("the first part has the larger maximum", 5.0, 2.0, 1.0, 3.0),
+        case("equal maxima", 0.5, 1.25, 0.5, 2.0),
+        case("both maxima below 0", -4.0, 1.1, -2.5, 1.7),
+        case(
+            "an empty first part (m1 = -inf, l1 = 0), as before the first block",
+            -np.inf,
+            0.0,
+            1.5,
+            2.2,
+        ),
+        case("maxima far apart, the larger second: 3 and 1000", 3.0, 1.8, 1000.0, 1.0),
+        case("maxima far apart, the larger first: 1000 and 3", 1000.0, 1.0, 3.0, 1.8),
+    ]
+
+
+_MERGE_RESCALE = (
+    "l1 is a sum of e^(s − m1) and l2 a sum of e^(s − m2); the merged l must be a sum of "
+    "e^(s − m). Since e^(s − m) = e^(s − m1) · e^(m1 − m), by what must each sum be "
+    "multiplied?"
+)
+
+MERGE_MISTAKES = (
+    Mistake(
+        "You added l1 and l2 as they are. They were taken against different maxima, so "
+        "their terms are on different scales. " + _MERGE_RESCALE,
+        lambda m1, l1, m2, l2: (max(m1, m2), l1 + l2),
+    ),
+    Mistake(
+        "Your rescale factors are upside down: a part whose maximum is below m must "
+        "shrink, by e^(m_i − m) ≤ 1, not grow by e^(m − m_i). " + _MERGE_RESCALE,
+        lambda m1, l1, m2, l2: (
+            max(m1, m2),
+            l1 * np.exp(max(m1, m2) - m1) + l2 * np.exp(max(m1, m2) - m2),
+        ),
+    ),
+    Mistake(
+        "You rescaled l1 but left l2 as it is. The second part's maximum can be below m "
+        "too (here the first part holds the largest score). " + _MERGE_RESCALE,
+        lambda m1, l1, m2, l2: (max(m1, m2), l1 * np.exp(m1 - max(m1, m2)) + l2),
+    ),
+    Mistake(
+        "You rescaled l2 but left l1 as it is. When the second part brings a larger "
+        "maximum, the first part's terms must shrink to match it. " + _MERGE_RESCALE,
+        lambda m1, l1, m2, l2: (max(m1, m2), l1 + l2 * np.exp(m2 - max(m1, m2))),
+    ),
+    Mistake(
+        "Your m is m1 + m2. The merged m is the largest score of the whole row, and the "
+        "largest of all the scores is the larger of the two parts' largest: which "
+        "function gives that?",
+        lambda m1, l1, m2, l2: (m1 + m2, merge_states(m1, l1, m2, l2)[1]),
+    ),
+    Mistake(
+        "You started the maximum at 0 (max(0, m1, m2)): when every score is below 0, that "
+        "is not the largest score of the row. The merged m must be the largest score "
+        "itself, so that the largest term of l is exactly 1.",
+        lambda m1, l1, m2, l2: (
+            max(0.0, m1, m2),
+            l1 * np.exp(m1 - max(0.0, m1, m2)) + l2 * np.exp(m2 - max(0.0, m1, m2)),
+        ),
+    ),
+    Mistake(
+        "You took the second part's maximum as the new m, even when the first part's is "
+        "larger. Then e^(m1 − m2) can overflow (e^997 is inf). A running maximum never goes "
+        "down: which m do both parts' scores stay below?",
+        lambda m1, l1, m2, l2: (m2, l1 * np.exp(m1 - m2) + l2),
+    ),
+)
+
+
+def _merge_hint(got, want, inputs):
+    if got.shape != (2,) or not np.isfinite(got.astype(np.float64)).all():
+        return None
+    if abs(float(got[0]) - float(want[0])) > 1e-9 * max(1.0, abs(float(want[0]))):
+        return (
+            f"Your m is {float(got[0]):.4g}. The merged m is the largest score of the whole "
+            "row, both parts together: which of m1 and m2 is it here?"
+        )
+    return f"Your m is right, but your l is not. {_MERGE_RESCALE}"
 
 
 # ---------------------------------------------------------------- online_softmax
@@ -211,6 +322,38 @@ def _last_block_skipped(scores, block_size):
     return np.exp(scores - m) / l
 
 
+def _stops_one_short(scores, block_size):
+    """The loop runs over range(0, len(scores) - 1, block_size): a last block of 1 is lost."""
+    m, l = -np.inf, 0.0
+    for k in range(0, len(scores) - 1, block_size):
+        block = scores[k : k + block_size]
+        m_new = max(m, block.max())
+        l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()
+        m = m_new
+    return np.exp(scores - m) / l
+
+
+def _exp_against_last_block(scores, block_size):
+    """The running sum is right, but the weights are taken against the last block's maximum."""
+    m, l = -np.inf, 0.0
+    block = scores
+    for block in _blocks(scores, block_size):
+        m_new = max(m, block.max())
+        l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()
+        m = m_new
+    return np.exp(scores - block.max()) / l
+
+
+def _block_max_as_running_max(scores, block_size):
+    """The "running" maximum is only the current block's maximum: it can go down."""
+    m, l = -np.inf, 0.0
+    for block in _blocks(scores, block_size):
+        m_new = block.max()
+        l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()
+        m = m_new
+    return np.exp(scores - m) / l
+
+
 def _online_without_max(scores, block_size):
     l = sum(np.exp(block).sum() for block in _blocks(scores, block_size))
     return np.exp(scores) / l
@@ -247,6 +390,18 @@ def online_cases() -> list[Case]:
             "5 scores, block_size = 8: one block holds them all",
             {"scores": np.array([3.0, -2.0, 0.0, 1.5, -0.5]), "block_size": 8},
         ),
+        Case(
+            "5 scores, the largest in the first block and the rest about 1000 lower, "
+            "block_size = 2",
+            {"scores": np.array([1000.0, 999.0, -5.0, -6.0, -7.0]), "block_size": 2},
+        ),
+        Case(
+            "8 scores, the largest near 900 in the middle block, block_size = 3 (3 + 3 + 2)",
+            {
+                "scores": np.array([-2.0, 1.0, 0.5, 900.0, 899.0, 3.0, -1.0, 2.0]),
+                "block_size": 3,
+            },
+        ),
     ]
 
 
@@ -282,6 +437,20 @@ ONLINE_MISTAKES = (
         _first_block_max,
     ),
     Mistake(
+        "Your running sum l is right, but at the end you took exp(s − ·) against the last "
+        "block's maximum, not the maximum of the whole row. When the largest score sits in "
+        "an earlier block, that exp overflows. Against which maximum was every term of l "
+        "taken?",
+        _exp_against_last_block,
+    ),
+    Mistake(
+        "Your running maximum is only the current block's maximum, so it goes down after a "
+        "block of smaller scores, and exp(m − m_new) = exp(1000) overflows. The running "
+        "maximum is the largest score seen so far: what should m_new be when every score "
+        "of the new block is below m?",
+        _block_max_as_running_max,
+    ),
+    Mistake(
         "Your softmax overflows: without subtracting a maximum, exp(1000) is inf (and "
         "exp(-1000) is 0), so you get inf / inf or 0 / 0, which is NaN. Keep a running "
         "maximum m and sum exp(s − m) instead. " + _RUNNING,
@@ -298,6 +467,13 @@ ONLINE_MISTAKES = (
         "blocks of 3 end with a block of 1). Its scores never enter the maximum or the sum. "
         "Which range of starts visits every block, the short one too?",
         _last_block_skipped,
+    ),
+    Mistake(
+        "Your loop stops one start too early, as range(0, len(scores) - 1, block_size) "
+        "does: when the last block starts at the last score (blocks of 1, say), it is never "
+        "visited, and that score never enters the maximum or the sum. Which stop makes "
+        "range reach every start?",
+        _stops_one_short,
     ),
     Mistake(
         "You normalised each block on its own, so every block sums to 1 and the whole row "
@@ -377,6 +553,19 @@ register(
         mistakes=LONGEST_MISTAKES,
         hints=(_not_whole_hint, _budget_hint),
         exact=True,
+    ),
+)
+register(
+    LESSON,
+    solutions.merge_states,
+    "merge_states(m1, l1, m2, l2) -> (m, l): the running maximum and running sum of two parts "
+    "of a row, combined into those of the whole row",
+    ArrayCheck(
+        merge_cases,
+        reference=merge_states,
+        shape_rule="two numbers, (m, l): the merged maximum and the merged sum",
+        mistakes=MERGE_MISTAKES,
+        hints=(_merge_hint,),
     ),
 )
 register(

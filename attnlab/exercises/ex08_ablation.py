@@ -8,7 +8,7 @@ import numpy as np
 
 from ..backward import attention_backward, softmax_backward
 from . import solutions
-from .arrays import ArrayCheck, Case, Mistake, readable, softmax_rows
+from .arrays import ArrayCheck, Case, Mistake, readable, softmax_along, softmax_rows
 from .registry import register
 
 
@@ -60,23 +60,23 @@ def _one_softmax_over_everything(p, g):
 BACKWARD_MISTAKES = (
     Mistake(
         "You returned grad_p unchanged. Softmax sits between x and p, so the gradient has to "
-        f"pass through it: every entry depends on the whole row. {_FORMULA}.",
+        f"pass through it: every entry depends on the whole row. {_FORMULA}",
         lambda p, g: g,
     ),
     Mistake(
         "You forgot the factor p ⊙ in front: the Jacobian's entries are p_i (δ_ij − p_j), so "
-        f"every entry of the result carries its own p_i. {_FORMULA}.",
+        f"every entry of the result carries its own p_i. {_FORMULA}",
         lambda p, g: g - _dot(p, g),
     ),
     Mistake(
         "You computed p ⊙ g but forgot to subtract Σ_j g_j p_j, the off-diagonal part "
         "−p pᵀ of the Jacobian: raising one score lowers every other weight, and that "
-        f"comes back in the gradient. {_FORMULA}.",
+        f"comes back in the gradient. {_FORMULA}",
         lambda p, g: p * g,
     ),
     Mistake(
         "Your sign is flipped: you computed p ⊙ (Σ_j g_j p_j − g). Raising x_i raises p_i, so "
-        f"the diagonal of the Jacobian is positive. {_FORMULA}.",
+        f"the diagonal of the Jacobian is positive. {_FORMULA}",
         lambda p, g: p * (_dot(p, g) - g),
     ),
     Mistake(
@@ -93,22 +93,22 @@ BACKWARD_MISTAKES = (
     Mistake(
         "You used the Jacobian of the first row for every row. Each row of p is its own "
         "softmax with its own Jacobian diag(p_r) − p_r p_rᵀ; better still, skip the matrix: "
-        f"{_FORMULA}.",
+        f"{_FORMULA}",
         _one_row_jacobian,
     ),
     Mistake(
         "You treated the whole array as one softmax (one big Jacobian over all entries), so "
-        f"rows leak into each other. Each row is a softmax of its own: {_FORMULA}.",
+        f"rows leak into each other. Each row is a softmax of its own: {_FORMULA}",
         _one_softmax_over_everything,
     ),
     Mistake(
         "You subtracted the plain sum Σ_j g_j; it has to be weighted by the probabilities, "
-        f"Σ_j g_j p_j. {_FORMULA}.",
+        f"Σ_j g_j p_j. {_FORMULA}",
         lambda p, g: p * (g - g.sum(axis=-1, keepdims=True)),
     ),
     Mistake(
         "You subtracted the mean of g; it has to be the mean weighted by the probabilities, "
-        f"Σ_j g_j p_j. {_FORMULA}.",
+        f"Σ_j g_j p_j. {_FORMULA}",
         lambda p, g: p * (g - g.mean(axis=-1, keepdims=True)),
     ),
 )
@@ -122,7 +122,7 @@ def _rows_sum_to_zero_hint(got, want, inputs):
         return None
     return (
         "Each row of ∂L/∂x should sum to 0: adding the same number to every score of a row "
-        f"changes no weight, so the loss can't change either. Yours don't. {_FORMULA}."
+        f"changes no weight, so the loss can't change either. Yours don't. {_FORMULA}"
     )
 
 
@@ -157,8 +157,23 @@ def _weights(Q, K, scale):
     return softmax_rows(scale * (Q @ K.T))
 
 
+class Scale(float):
+    """A test input's scale: a plain float that prints as written, e.g. ``0.577 (1/√3)``."""
+
+    text: str
+
+    def __new__(cls, value: float, text: str) -> "Scale":
+        number = super().__new__(cls, value)
+        number.text = text
+        return number
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 def grad_q_cases() -> list[Case]:
     rng = np.random.default_rng(717)
+    root_3 = Scale(1 / np.sqrt(3), "0.577 (1/√3)")
 
     def case(label, n_q, n_k, d_k, d_v, scale, spread=1.0):
         Q, K = readable(rng, n_q, d_k, scale=spread), readable(rng, n_k, d_k, scale=spread)
@@ -168,8 +183,8 @@ def grad_q_cases() -> list[Case]:
     # All dimensions equal first: there a missing or extra transpose still runs (and can be
     # named) where on other shapes it stops with a shape error.
     return [
-        case("Q, K, V and grad_O all 3×3, scale = 1/√3", 3, 3, 3, 3, 1 / np.sqrt(3)),
-        case("2 queries, 4 keys, d_k = 3, d_v = 2, scale = 1/√3", 2, 4, 3, 2, 1 / np.sqrt(3)),
+        case("Q, K, V and grad_O all 3×3, scale = 1/√3", 3, 3, 3, 3, root_3),
+        case("2 queries, 4 keys, d_k = 3, d_v = 2, scale = 1/√3", 2, 4, 3, 2, root_3),
         case("3 queries, 5 keys, d_k = 4, d_v = 3, unscaled (scale = 1)", 3, 5, 4, 3, 1.0),
         case("one query, 6 keys, d_k = 4, d_v = 2, scale = 0.5", 1, 6, 4, 2, 0.5, spread=2.0),
     ]
@@ -179,48 +194,88 @@ GRAD_Q_MISTAKES = (
     Mistake(
         "You left out the factor `scale`. The scores are S = scale · Q Kᵀ, so the scale "
         "multiplies the gradient on its way back to Q as well: the divisor enters the "
-        f"backward pass twice, through P and as this factor. {_CHAIN}.",
+        f"backward pass twice, through P and as this factor. {_CHAIN}",
         lambda Q, K, V, G, scale: softmax_backward(_weights(Q, K, scale), G @ V.T) @ K,
     ),
     Mistake(
         "You divided by `scale` instead of multiplying: S = scale · Q Kᵀ, so ∂S/∂Q carries "
-        f"the factor scale itself. {_CHAIN}.",
+        f"the factor scale itself. {_CHAIN}",
         lambda Q, K, V, G, scale: softmax_backward(_weights(Q, K, scale), G @ V.T) @ K / scale,
     ),
     Mistake(
         "You skipped the softmax: G Vᵀ is ∂L/∂P, the gradient with respect to the weights, "
         "not the scores. It has to pass through the softmax first: which function of this "
-        f"lesson does that? {_CHAIN}.",
+        f"lesson does that? {_CHAIN}",
         lambda Q, K, V, G, scale: scale * (G @ V.T) @ K,
     ),
     Mistake(
         "You passed the scores S to `softmax_backward` where it needs the weights "
         "P = softmax(S): its formula p ⊙ (g − Σ g p) is written in the softmax's output. "
-        f"{_CHAIN}.",
+        f"{_CHAIN}",
         lambda Q, K, V, G, scale: scale * softmax_backward(scale * Q @ K.T, G @ V.T) @ K,
     ),
     Mistake(
         "Your weights P come from unscaled scores, softmax(Q Kᵀ). The forward pass divides "
         "first, P = softmax(scale · Q Kᵀ), and the backward pass needs that same P. "
-        f"{_CHAIN}.",
+        f"{_CHAIN}",
         lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, 1.0), G @ V.T) @ K,
     ),
     Mistake(
         "You multiplied G by V without the transpose. O = P V is a linear layer in P with "
         "weight matrix V: what does the rule for linear layers at the start of this lesson "
-        f"give for ∂L/∂P, which must have P's shape (n_q, n_k)? {_CHAIN}.",
+        f"give for ∂L/∂P, which must have P's shape (n_q, n_k)? {_CHAIN}",
         lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V) @ K,
     ),
     Mistake(
         "You multiplied ∂L/∂S by Kᵀ. S = scale · Q Kᵀ is a linear layer in Q with weight "
         "matrix scale · Kᵀ: by the rule for linear layers, which matrix does the gradient go "
-        f"back through? {_CHAIN}.",
+        f"back through? {_CHAIN}",
         lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V.T) @ K.T,
     ),
     Mistake(
+        "You applied `scale` twice, so your gradient carries scale² where it should carry "
+        "scale once. The forward pass multiplies the scores by scale in one place, "
+        "S = scale · Q Kᵀ, and P is already computed from those scaled scores: where does "
+        f"the factor come back in the backward pass, and how many times? {_CHAIN}",
+        lambda Q, K, V, G, scale: scale**2 * softmax_backward(_weights(Q, K, scale), G @ V.T) @ K,
+    ),
+    Mistake(
+        "You returned ∂L/∂S, one entry per (query, key) pair, not ∂L/∂Q: it only has the "
+        "right shape here because n_k = d_k. The last step, S = scale · Q Kᵀ, is a linear "
+        f"layer in Q: which product turns (n_q, n_k) into (n_q, d_k)? {_CHAIN}",
+        lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V.T),
+    ),
+    Mistake(
+        "Your weights P come from a softmax down each column (axis 0), so they sum to 1 "
+        "over the queries. Attention normalises each query's row over the keys: along "
+        f"which axis should the softmax run? {_CHAIN}",
+        lambda Q, K, V, G, scale: (
+            scale * softmax_backward(softmax_along(scale * (Q @ K.T), 0), G @ V.T) @ K
+        ),
+    ),
+    Mistake(
+        "You took the softmax, and its backward pass, down each column (axis 0). Attention "
+        "normalises each query's row over the keys, so each row of S is a softmax of its "
+        f"own: along which axis should both run? {_CHAIN}",
+        lambda Q, K, V, G, scale: (
+            scale * softmax_backward(softmax_along(scale * (K @ Q.T), -1), V @ G.T).T @ K
+        ),
+    ),
+    Mistake(
         "You computed ∂L/∂K, not ∂L/∂Q: (∂L/∂S)ᵀ Q has one row per key. Which array must "
-        f"each query's row of ∂L/∂S meet, so that the result has one row per query? {_CHAIN}.",
+        f"each query's row of ∂L/∂S meet, so that the result has one row per query? {_CHAIN}",
         lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V.T).T @ Q,
+    ),
+    Mistake(
+        "You computed the factor yourself as 1/√d_k from the width of Q and ignored the "
+        "argument `scale`. The two agree for the scaled model, but the unscaled model calls "
+        "your function with scale = 1. Where in your function should the number you were "
+        f"given appear? {_CHAIN}",
+        lambda Q, K, V, G, scale: (
+            softmax_backward(_weights(Q, K, 1 / np.sqrt(Q.shape[1])), G @ V.T)
+            @ K
+            / np.sqrt(Q.shape[1])
+        ),
     ),
 )
 
@@ -239,9 +294,128 @@ register(
         shape_rule="the shape of Q: one gradient entry per entry of Q",
         mistakes=GRAD_Q_MISTAKES,
         shape_hint=(
-            "Write down each array's shape: P and ∂L/∂P are (n_q, n_k), V is (n_k, d_v), "
-            "G is (n_q, d_v), K is (n_k, d_k). ∂L/∂P = G Vᵀ and ∂L/∂Q = scale · ∂L/∂S K."
+            "Write down each array's shape: P, ∂L/∂P and ∂L/∂S are (n_q, n_k), V is "
+            "(n_k, d_v), G is (n_q, d_v), K is (n_k, d_k), and ∂L/∂Q must be (n_q, d_k), "
+            "like Q. Which product of G with V gives (n_q, n_k), and which product turns "
+            "(n_q, n_k) into (n_q, d_k)?"
         ),
-        shown_inputs=("Q", "K", "scale"),
+        shown_inputs=("Q", "K", "V", "grad_O", "scale"),
+    ),
+)
+
+
+# ---------------------------------------------- exercise: unscaled_as_scaled
+
+
+def twin_cases() -> list[Case]:
+    # d_k = 16 first: its factors are round numbers, easy to compare by eye.
+    return [Case(f"head width {d_k}", {"d_k": d_k}) for d_k in (16, 81, 8, 256)]
+
+
+_TWIN = (
+    "Work out the two conditions one at a time: the scores at the start (what does the "
+    "scaled model's score become when W_Q and W_K are multiplied by your factors, and "
+    "divided by √d_k?), then the steps (how far does Adam move an entry, whatever the "
+    "gradient's size?)."
+)
+
+TWIN_MISTAKES = (
+    Mistake(
+        "You multiplied each matrix by √d_k. Both factors end up in every score, "
+        "q·k = (x W_Q)·(x W_K), so the scores grow by √d_k · √d_k = d_k, and the divisor "
+        "takes back only √d_k of that: your twin starts with scores √d_k times as spread "
+        f"as the unscaled model's. {_TWIN}",
+        lambda d_k: (d_k**0.5, d_k**0.5, d_k**0.5),
+    ),
+    Mistake(
+        "You left the learning rate as it is (factor 1). The start is right, but Adam moves "
+        "every entry by about the learning rate whatever the size of its gradient, so a "
+        "matrix that is c times larger moves only 1/c as far, relative to its size, as the "
+        "unscaled model's does. What factor on the learning rate keeps the two in step?",
+        lambda d_k: (d_k**0.25, d_k**0.25, 1.0),
+    ),
+    Mistake(
+        "Your factor on the learning rate is upside down: you made the steps smaller, but "
+        "the twin's matrices are larger than the unscaled model's, so each of its steps "
+        "must be larger by the same factor. Adam moves every entry by about the learning "
+        "rate whatever the size of its gradient.",
+        lambda d_k: (d_k**0.25, d_k**0.25, d_k**-0.25),
+    ),
+    Mistake(
+        "You rescaled only W_Q (by √d_k) and left W_K alone. The scores match at the start, "
+        "but both matrices share one learning rate, and to follow the unscaled model each "
+        "must move in proportion to its size: with one matrix √d_k times larger than the "
+        "other, no single factor on the learning rate suits both. What if both matrices "
+        "get the same factor?",
+        lambda d_k: (d_k**0.5, 1.0, d_k**0.5),
+    ),
+    Mistake(
+        "You rescaled only W_Q (by √d_k), left W_K alone, and kept the learning rate. The "
+        "scores match at the start, but both matrices share one learning rate, and each "
+        "must move in proportion to its size to follow the unscaled model. What if both "
+        "matrices get the same factor?",
+        lambda d_k: (d_k**0.5, 1.0, 1.0),
+    ),
+    Mistake(
+        "Your factors shrink the matrices, but the scaled model divides its scores by "
+        "√d_k, so to give the unscaled model's scores its matrices must start larger, "
+        f"not smaller. {_TWIN}",
+        lambda d_k: (d_k**-0.25, d_k**-0.25, d_k**-0.25),
+    ),
+    Mistake(
+        "Your learning rate factor is √d_k, the square of the factor on the matrices: that "
+        "is what plain gradient descent would need (question 6 at the end), whose step "
+        "grows with the gradient. With Adam, an entry moves by about the learning rate "
+        "whatever its gradient, so the twin needs steps larger by exactly the factor its "
+        "matrices are larger. Which factor is that?",
+        lambda d_k: (d_k**0.25, d_k**0.25, d_k**0.5),
+    ),
+)
+
+
+def _twin_hint(got, want, inputs):
+    """Which condition a set of three factors breaks, for answers no mistake names."""
+    got = got.astype(np.float64)
+    if got.shape != (3,) or not np.isfinite(got).all():
+        return None
+    a, b, lr = got
+    root = float(np.sqrt(inputs["d_k"]))
+    if not np.isclose(a * b, root, rtol=1e-4):
+        return (
+            "At the start your twin's scores are (factor on W_Q) × (factor on W_K) ÷ √d_k = "
+            f"{a * b / root:.3g} times the unscaled model's; they should be the same. {_TWIN}"
+        )
+    if not np.isclose(a, b, rtol=1e-4):
+        return (
+            "Your twin's scores match at the start, but W_Q and W_K get different factors "
+            "while they share one learning rate: to follow the unscaled model each matrix "
+            "must move in proportion to its size. What if both get the same factor?"
+        )
+    return (
+        f"Your twin starts right, but its learning rate factor is {lr / a:.3g} times the "
+        "factor on its matrices. With Adam an entry moves by about the learning rate "
+        "whatever its gradient: what factor keeps the twin's steps in proportion to its "
+        "larger matrices?"
+    )
+
+
+def _reference_twin(d_k):
+    c = float(d_k) ** 0.25
+    return np.array([c, c, c])
+
+
+register(
+    "notebooks/08_does_scaling_matter.ipynb",
+    solutions.unscaled_as_scaled,
+    "unscaled_as_scaled(d_k) -> (factor on W_Q, factor on W_K, factor on their learning rate)",
+    ArrayCheck(
+        twin_cases,
+        reference=_reference_twin,
+        shape_rule="three numbers: the factor on W_Q, the factor on W_K, and the factor on "
+        "their learning rate",
+        mistakes=TWIN_MISTAKES,
+        hints=(_twin_hint,),
+        # The expected numbers are the answer itself.
+        show_expected=False,
     ),
 )

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import difflib
 import dis
+import inspect
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .calling import DEFAULT_TIMEOUT
+from .calling import COURSE_SPY, DEFAULT_TIMEOUT, CourseSpy
 from .messages import CheckResult, SolutionCode
 from .numbers import is_real_number
 
@@ -59,6 +61,38 @@ def register(lesson: str, solution: Callable[..., Any], signature: str, checker:
     _EXERCISES[exercise.id] = exercise
 
 
+# Course functions that do an exercise's whole job under another name.
+_ALSO_THE_ANSWER = {
+    "masked_attention": ("attention",),
+    "masked_softmax": ("softmax",),
+    "online_softmax": ("softmax",),
+    "attention_grad_q": ("attention_backward",),
+    "multi_head_attention": ("grouped_query_attention",),
+    "largest_jacobian_entry": ("softmax_jacobian",),  # the point is not to build J
+}
+
+
+def course_versions(exercise_id: str) -> dict[Any, str]:
+    """The course's own functions that answer ``exercise_id``: code object -> public name.
+
+    Found by name in the attnlab modules loaded so far (the maths, the masks, the lesson
+    modules), so ``attnlab.softmax`` and ``lesson.output_change`` both count.
+    """
+    names = {exercise_id, *_ALSO_THE_ANSWER.get(exercise_id, ())}
+    found: dict[Any, str] = {}
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not module_name.startswith("attnlab."):
+            continue
+        if module_name.startswith(("attnlab.exercises", "attnlab.widgets")):
+            continue
+        for attr in names:
+            fn = getattr(module, attr, None)
+            if inspect.isfunction(fn) and fn.__module__ == module_name:
+                public = sys.modules["attnlab"].__dict__.get(attr) is fn
+                found[fn.__code__] = f"attnlab.{attr}" if public else f"{module_name}.{attr}"
+    return found
+
+
 def exercise_ids() -> tuple[str, ...]:
     """All registered ids, in lesson order."""
     return tuple(_EXERCISES)
@@ -86,14 +120,25 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = DEFAULT_TIME
 
         attnlab.check("softmax", softmax)
 
-    Lessons: every notebook with exercises, ``notebooks/00_start_here.ipynb`` to
-    ``notebooks/09_attention_family.ipynb``.
+    Lessons: every notebook with exercises, from ``notebooks/00_start_here.ipynb`` on.
     """
     exercise = get_exercise(exercise_id)
     if timeout is not None and not (is_real_number(timeout) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}.")
+    spy = CourseSpy(course_versions(exercise.id))
+    token = COURSE_SPY.set(spy)
     try:
-        return exercise.checker(answer, name=exercise.id, timeout=timeout)
+        result = exercise.checker(answer, name=exercise.id, timeout=timeout)
+        if result.passed and spy.used:
+            return CheckResult(
+                False,
+                f"Your `{exercise.id}` runs the course's own `{spy.used[0]}`. That gives the "
+                f"right numbers, but it skips the exercise: write `{exercise.id}` yourself, "
+                f"with NumPy. (After this check the lesson carries on with the course's "
+                f"version, so nothing later depends on yours.)",
+                exercise.id,
+            )
+        return result
     except Exception as exc:  # whatever an odd answer does, the learner gets a message
         return CheckResult(
             False,
@@ -101,6 +146,8 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = DEFAULT_TIME
             f"({type(exc).__name__}: {exc}). Return a NumPy array of numbers.",
             exercise_id,
         )
+    finally:
+        COURSE_SPY.reset(token)
 
 
 def solution(exercise_id: str) -> SolutionCode:
@@ -111,8 +158,7 @@ def solution(exercise_id: str) -> SolutionCode:
 
         attnlab.solution("softmax")
 
-    Lessons: every notebook with exercises, ``notebooks/00_start_here.ipynb`` to
-    ``notebooks/09_attention_family.ipynb``.
+    Lessons: every notebook with exercises, from ``notebooks/00_start_here.ipynb`` on.
     """
     exercise = get_exercise(exercise_id)
     known = set(_EXERCISES) - {exercise.id}

@@ -3,17 +3,20 @@
 ``attnlab.solution(id)`` shows a function's source, so each one is short, plain NumPy
 with no input checking; each function's name is its exercise's id. The checkers
 compare answers with the validated functions of ``attnlab``; the tests check that
-these pass too. Lessons: 00_start_here (scale_factor, output_shape), 01_dot_product
-(best_key, cross_scores, score_matrix), 02_variance (scaled_scores, std_512,
-uniform_score_variance),
-03_scaling (entropy, divisor_for_variance, temperature_for_entropy), 04_softmax
-(softmax, softmax_jacobian, causal_mask), 05_values (attention, output_change, attention_by_hand,
-masked_attention),
-06_heads_and_masks (multi_head_attention, grouped_query_attention, kv_cache_bytes,
-padding_causal_mask),
-07_cost_and_tiling (longest_sequence, online_softmax), 08_does_scaling_matter
-(softmax_backward, attention_grad_q), 09_attention_family (relative_bias, alibi_biases,
-causal_lower_right, linear_attention).
+these pass too. Exercises by lesson:
+
+- 00_start_here: scale_factor, output_shape
+- 01_dot_product: best_key, cross_scores, new_token_scores, score_matrix
+- 02_variance: scaled_scores, std_512, uniform_score_variance
+- 03_scaling: entropy, largest_jacobian_entry, temperature_for_entropy
+- 04_softmax: softmax, softmax_jacobian, masked_softmax
+- 05_values: attention, output_change, scores_for, attention_by_hand, masked_attention
+- 06_heads_and_masks: multi_head_attention, grouped_query_attention, kv_cache_bytes,
+  padding_causal_mask
+- 07_cost_and_tiling: longest_sequence, merge_states, online_softmax
+- 08_does_scaling_matter: softmax_backward, attention_grad_q, unscaled_as_scaled
+- 09_attention_family: relative_bias, alibi_biases
+- 10_in_practice: linear_attention, causal_lower_right, head_entropy
 """
 
 import math
@@ -45,6 +48,13 @@ def cross_scores(X_q, X_kv, W_Q, W_K):
     return Q @ K.T  # S[i, j] = q_i · k_j: (n_q, n_k)
 
 
+def new_token_scores(x_new, K_cache, W_Q, W_K):
+    q = x_new @ W_Q  # the new token's query: (d_k,)
+    k_new = x_new @ W_K  # its own key, made the same way as the cached ones: (d_k,)
+    K = np.vstack([K_cache, k_new])  # every key so far, its own last: (n + 1, d_k)
+    return K @ q  # one score per key: (n + 1,)
+
+
 def score_matrix(W_Q, W_K):
     # S = (X W_Q)(X W_K)ᵀ = X W_Q W_Kᵀ Xᵀ, since (A B)ᵀ = Bᵀ Aᵀ
     return W_Q @ W_K.T
@@ -56,6 +66,7 @@ def scaled_scores(Q, K):
 
 
 def std_512():
+    # In your answer cell, only the assignment to answer_std_512 is needed.
     d_k = 512
     # q·k₁ − q·k₂ = q·(k₁ − k₂). An entry of k₁ − k₂ has mean 0 and variance 1 + 1 = 2
     # (k₁ and k₂ are independent), and it is independent of q, so Var = σ_q² σ_k² d_k:
@@ -74,9 +85,11 @@ def entropy(p):
     return -(p * np.log(safe)).sum(axis=-1)  # one number per row, in nats
 
 
-def divisor_for_variance(d_k, target_variance, sigma_q=1.0, sigma_k=1.0):
-    # Var(q·k / τ) = σ_q² σ_k² d_k / τ², which equals the target at τ = σ_q σ_k √(d_k / target)
-    return sigma_q * sigma_k * np.sqrt(d_k / target_variance)
+def largest_jacobian_entry(p):
+    # |J_ij| = p_i p_j <= p_i (1 - p_i) = J_ii off the diagonal, since p_j <= 1 - p_i; and
+    # x (1 - x) rises up to x = 1/2, where at most one weight can be: the top weight wins.
+    p_max = p.max(axis=-1)  # one top weight per row, shape p.shape[:-1]
+    return p_max * (1 - p_max)
 
 
 def temperature_for_entropy(scores, target):
@@ -103,10 +116,13 @@ def softmax_jacobian(P):
     return P[:, :, None] * (eye - P[:, None, :])  # (n, m, 1) * (n, m, m) -> (n, m, m)
 
 
-def causal_mask(n):
-    i = np.arange(n)[:, None]  # query positions, down the rows
-    j = np.arange(n)[None, :]  # key positions, across the columns
-    return j <= i
+def masked_softmax(x, mask):
+    kept = np.where(mask, x, -np.inf)  # blocked keys: exp(-inf) = 0 exactly
+    m = kept.max(axis=-1, keepdims=True)  # each row's maximum over its kept keys only
+    m = np.where(m > -np.inf, m, 0.0)  # a row with no key left: shift by 0, not -inf
+    e = np.exp(kept - m)  # every exponent <= 0; -inf - 0 = -inf gives 0
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)  # a row with no key left: 0 / 1 = 0, not 0 / 0
 
 
 def attention(Q, K, V):
@@ -118,6 +134,13 @@ def attention(Q, K, V):
 def output_change(A, j, delta):
     # Z = A V: row i is sum_k A[i, k] v_k, and only v_j changes, so row i moves by A[i, j] delta
     return np.outer(A[:, j], delta)  # (n_q,) column of A times (d_v,) change: (n_q, d_v)
+
+
+def scores_for(V, z):
+    # The weights w mix the rows into z, sum_j w_j v_j = z, and sum to 1: one more equation.
+    system = np.vstack([V.T, np.ones(len(V))])  # (d_v + 1, n): one row per equation
+    w = np.linalg.solve(system, np.append(z, 1.0))  # z inside the hull: every w_j > 0
+    return np.log(w)  # softmax(log w) = w / sum(w) = w; any constant added changes nothing
 
 
 def attention_by_hand():
@@ -175,6 +198,12 @@ def longest_sequence(memory_bytes, d, bytes_per_number):
     return math.isqrt(numbers // 2 + d * d) - d
 
 
+def merge_states(m1, l1, m2, l2):
+    m = max(m1, m2)  # the largest score of both parts
+    # each sum was taken against its own maximum: e^(s - m_i) · e^(m_i - m) = e^(s - m)
+    return m, l1 * np.exp(m1 - m) + l2 * np.exp(m2 - m)
+
+
 def online_softmax(scores, block_size):
     m = -np.inf  # the largest score seen so far
     l = 0.0  # the sum of exp(s - m) over the scores seen so far
@@ -196,6 +225,12 @@ def attention_grad_q(Q, K, V, grad_O, scale):
     grad_P = grad_O @ V.T  # O = P V is a linear layer in P with weights V
     grad_S = softmax_backward(P, grad_P)  # back through each row's softmax
     return scale * grad_S @ K  # S = scale · Q Kᵀ is a linear layer in Q with weights scale · Kᵀ
+
+
+def unscaled_as_scaled(d_k):
+    c = d_k**0.25  # W_Q c and W_K c give scores c · c = √d_k times larger: ÷√d_k takes it back
+    # Adam's step ignores the gradient's size, so a matrix c times larger needs c times the lr
+    return c, c, c  # factors on W_Q, on W_K, and on their learning rate
 
 
 def relative_bias(n, table):
@@ -227,3 +262,10 @@ def linear_attention(Q, K, V):
     summary = phi_k.T @ V  # (d_k, d_v): every key and value at once, no n × n matrix
     normaliser = phi_q @ phi_k.sum(axis=0)  # (n_q,): phi(q_i) · Σ_j phi(k_j)
     return (phi_q @ summary) / normaliser[:, None]
+
+
+def head_entropy(W):
+    # 0 · log 0 = 0: take the log of 1 where w = 0, so a masked key adds w · log 1 = 0
+    logs = np.log(np.where(W > 0, W, 1.0))
+    per_query = -(W * logs).sum(axis=-1)  # (H, n_q): the entropy of each row, in nats
+    return per_query.mean(axis=-1)  # (H,): the average over each head's queries

@@ -40,19 +40,35 @@ from .retrieval import (  # noqa: F401 - the notebook reads the model through th
 )
 
 # The divisors τ of the scores that the experiments compare, by name: the scores are
-# multiplied by scale = 1/τ. "1" is no scaling at all; the others are multiples of √d_k.
-DIVISORS = ("1", "0.5√d_k", "√d_k", "2√d_k")
-_MULTIPLE_OF_ROOT = {"0.5√d_k": 0.5, "√d_k": 1.0, "2√d_k": 2.0}
+# multiplied by scale = 1/τ. "1" is no scaling at all; "d_k" is the divisor of μP; the
+# others are multiples of √d_k.
+DIVISORS = ("1", "0.5√d_k", "√d_k", "2√d_k", "4√d_k", "d_k")
+_MULTIPLE_OF_ROOT = {"0.5√d_k": 0.5, "√d_k": 1.0, "2√d_k": 2.0, "4√d_k": 4.0}
 
-# Two controls that pull apart the two things the divisor changes. Adam moves every
-# entry by about lr per step, so without 1/√d_k the scores move about √d_k times as far per
-# step, on top of starting √d_k times as spread. Each control keeps one and undoes the
-# other, through the learning rate of W_Q and W_K: name → (divisor, exponent e of the
-# factor d_k^e on their learning rate).
+# Controls that pull apart the two things the divisor changes. The unscaled model is
+# exactly the scaled one with W_Q and W_K started d_k^¼ times larger (the scores carry
+# both factors, d_k^½, which the divisor takes back) and trained with a learning rate
+# d_k^¼ times larger on them (Adam's step ignores the gradient's size, and a matrix c
+# times larger needs c times larger steps to follow the same path). Each control
+# changes some of that: name → (divisor, exponent e_lr of the factor d_k^e_lr on the
+# learning rate of W_Q and W_K, exponent e_init of the factor d_k^e_init on their
+# initial values).
 STEP_CONTROLS = {
-    "1, small steps": ("1", -0.5),  # saturated start, the scaled model's step in the scores
-    "√d_k, large steps": ("√d_k", 0.5),  # spread start, the unscaled model's step
+    "√d_k, lr × d_k^¼": ("√d_k", 0.25, 0.0),  # spread start, the unscaled model's steps
+    "√d_k, init × d_k^¼": ("√d_k", 0.0, 0.25),  # the unscaled model's start, scaled steps
+    "√d_k, init and lr × d_k^¼": ("√d_k", 0.25, 0.25),  # the unscaled model itself
+    # A cruder control: ÷√d_k with √d_k times the learning rate on W_Q and W_K. Its first
+    # step moves the scores as far as the unscaled model's first step, but later steps
+    # move them much further (lesson 10 uses it as an example of scores that grow fast).
+    "√d_k, large steps": ("√d_k", 0.5, 0.0),
 }
+# The four corners of the 2 × 2 design (init × d_k^¼ or not, lr × d_k^¼ or not); the
+# last corner is the unscaled model "1" (checked: the same losses as "√d_k, init and
+# lr × d_k^¼").
+TWIN_CORNERS = ("√d_k", "√d_k, lr × d_k^¼", "√d_k, init × d_k^¼", "1")
+# Seeds for the 2 × 2 design and the other side questions: more than the main ablation's
+# three, since these compare chaotic runs with each other.
+MORE_SEEDS = tuple(range(8))
 
 D_KS = (16, 64, 256)
 STEPS = 200
@@ -70,6 +86,8 @@ def divisor_value(divisor: str, d_k: int) -> float:
     divisor = STEP_CONTROLS.get(divisor, (divisor,))[0]
     if divisor == "1":
         return 1.0
+    if divisor == "d_k":
+        return float(d_k)
     if divisor not in _MULTIPLE_OF_ROOT:
         raise ValueError(f"divisor must be one of {DIVISORS}, got {divisor!r}.")
     return _MULTIPLE_OF_ROOT[divisor] * float(np.sqrt(d_k))
@@ -132,22 +150,35 @@ def evaluation_batch(
     return stack([one] * n_models)
 
 
-def evaluate(
-    params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale, chunk: int = 128
-) -> dict[str, np.ndarray]:
-    """Accuracy and mean attention entropy of each model on a batch, forward passes only.
+# At most this many numbers in K at a time when many sequences go through a forward pass.
+_FORWARD_NUMBERS = 1 << 22
 
-    The sequences go through ``chunk`` at a time, so that K (M × chunk × n_pairs × d_k
-    numbers) stays small. Returns ``{"accuracy": (M,), "entropy": (M,)}``.
-    """
-    correct, ent = [], []
+
+def _parts(batch: Batch, params: Mapping[str, np.ndarray], task: Task, chunk: int):
+    """The batch in pieces of at most ``chunk`` sequences, fewer when the models are many
+    or wide, so that K (M × chunk × n_pairs × d_k numbers) stays small."""
+    M, _, d_k = params["W_K"].shape
+    chunk = max(1, min(chunk, _FORWARD_NUMBERS // (M * task.n_pairs * d_k)))
     for start in range(0, batch.query.shape[1], chunk):
-        part = Batch(
+        yield Batch(
             *(
                 getattr(batch, name)[:, start : start + chunk]
                 for name in ("keys", "values", "query", "target")
             )
         )
+
+
+def evaluate(
+    params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale, chunk: int = 128
+) -> dict[str, np.ndarray]:
+    """Accuracy and mean attention entropy of each model on a batch, forward passes only.
+
+    The sequences go through ``chunk`` at a time (fewer for many or wide models), so that
+    K (M × chunk × n_pairs × d_k numbers) stays small. Returns ``{"accuracy": (M,),
+    "entropy": (M,)}``.
+    """
+    correct, ent = [], []
+    for part in _parts(batch, params, task, chunk):
         f = forward(params, task, part, scale)
         correct.append(f.logits.argmax(axis=-1) == part.target)
         ent.append(entropy(f.weights[..., 0, :]))
@@ -173,7 +204,23 @@ def train(
     return train_divisors(task, d_k, (divisor,), seeds, steps, batch_size, lr)[divisor]
 
 
-def _fit(task: Task, d_k: int, divisors, seeds, steps: int, batch_size: int, lr: float, keep=()):
+def _control(divisor: str) -> tuple[float, float]:
+    """The exponents (e_lr, e_init) of a divisor's name: (0, 0) except for the controls."""
+    _, e_lr, e_init = STEP_CONTROLS.get(divisor, ("", 0.0, 0.0))
+    return e_lr, e_init
+
+
+def _fit(
+    task: Task,
+    d_k: int,
+    divisors,
+    seeds,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    keep=(),
+    init_gain: float = 1.0,
+):
     """The training loop of :func:`train_divisors`; returns the trained parameters, each
     model's scale ``(M,)``, the curves ``{name: (M, steps)}`` and a copy of the parameters
     after ``t`` steps for each ``t`` in ``keep`` (``{t: params}``)."""
@@ -181,11 +228,17 @@ def _fit(task: Task, d_k: int, divisors, seeds, steps: int, batch_size: int, lr:
     scales = np.repeat([1.0 / divisor_value(d, d_k) for d in divisors], n)
     # Model m is (divisors[m // n], seeds[m % n]): the seeds' models, once per divisor.
     params = {
-        k: np.concatenate([v] * len(divisors)) for k, v in init_params(task, d_k, seeds).items()
+        k: np.concatenate([v] * len(divisors))
+        for k, v in init_params(task, d_k, seeds, gain=init_gain).items()
     }
-    # The step controls' W_Q and W_K learn at lr · d_k^e; everything else at lr.
-    qk_rate = np.repeat([float(d_k) ** STEP_CONTROLS.get(d, ("", 0.0))[1] for d in divisors], n)
-    rates = {k: qk_rate.reshape(-1, 1, 1) for k in ("W_Q", "W_K")}
+    # The controls' W_Q and W_K start d_k^e_init times larger and learn at lr · d_k^e_lr;
+    # everything else starts as usual and learns at lr.
+    exponents = np.repeat([_control(d) for d in divisors], n, axis=0)  # (M, 2)
+    qk_rate, qk_init = (float(d_k) ** exponents[:, i].reshape(-1, 1, 1) for i in (0, 1))
+    for k in ("W_Q", "W_K"):
+        if (qk_init != 1.0).any():
+            params[k] = params[k] * qk_init
+    rates = {k: qk_rate for k in ("W_Q", "W_K")}
     optimiser = Adam(params, lr=lr, rates=rates)
     streams = [np.random.default_rng([seed, 2]) for seed in seeds]
     curves = {name: np.empty((len(scales), steps)) for name in ("loss", "accuracy", "entropy")}
@@ -213,12 +266,15 @@ def train_divisors(
     batch_size: int = BATCH,
     lr: float = LEARNING_RATE,
     keep=(),
+    init_gain: float = 1.0,
 ) -> dict[str, Run]:
     """Train one model per (divisor, seed), all at once; returns ``{divisor: Run}``.
 
     ``divisors`` are names from ``DIVISORS`` or ``STEP_CONTROLS``. Each run keeps its
     parameters after ``t`` steps for every ``t`` in ``keep`` (``Run.weights``), for
-    :func:`score_growth` to read without training again.
+    :func:`score_growth` to read without training again. ``init_gain`` multiplies every
+    initial weight matrix (:func:`init_params`): 1 is variance-preserving, 1/√3 gives
+    the variance of PyTorch's default.
 
     Each divisor τ gives the scale 1/τ. Seed s fixes the initial parameters and the
     stream of training batches, so the models of one seed start from the same weights
@@ -232,7 +288,9 @@ def train_divisors(
     n = len(seeds)
     if not all(isinstance(t, int) and 0 <= t <= steps for t in keep):
         raise ValueError(f"keep must hold step counts from 0 to steps = {steps}, got {keep!r}.")
-    params, scales, curves, kept = _fit(task, d_k, divisors, seeds, steps, batch_size, lr, keep)
+    params, scales, curves, kept = _fit(
+        task, d_k, divisors, seeds, steps, batch_size, lr, keep, init_gain
+    )
     final = evaluate(params, task, evaluation_batch(task, len(scales)), scales)
     runs = {}
     for i, divisor in enumerate(divisors):
@@ -311,7 +369,7 @@ def score_growth(task: Task, runs: Mapping[str, Run]) -> dict[str, dict[str, np.
     Returns divisor → ``{"steps": (checkpoints,), "spread": (seeds, checkpoints),
     "norm_W_Q": (seeds, checkpoints)}``.
 
-    Lesson: ``notebooks/09_attention_family.ipynb`` (entropy collapse).
+    Lesson: ``notebooks/10_in_practice.ipynb`` (entropy collapse).
     """
     growth = {}
     for name, run in runs.items():
@@ -342,10 +400,12 @@ def run_ablation(
     batch_size: int = BATCH,
     lr: float = LEARNING_RATE,
     reuse: Mapping | None = None,
+    init_gain: float = 1.0,
 ) -> dict[tuple[int, str], Run]:
     """Train every (d_k, divisor) configuration; returns ``{(d_k, divisor): Run}``.
 
     ``reuse``: runs already trained (same task and settings), kept instead of retrained.
+    ``init_gain``: a factor on every initial weight matrix (see :func:`train_divisors`).
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
@@ -355,7 +415,7 @@ def run_ablation(
         todo = [d for d in divisors if (d_k, d) not in results]
         if todo:
             for divisor, run in train_divisors(
-                task, d_k, todo, seeds, steps, batch_size, lr
+                task, d_k, todo, seeds, steps, batch_size, lr, init_gain=init_gain
             ).items():
                 results[(d_k, divisor)] = run
     return {key: results[key] for key in sorted(results, key=_order)}
@@ -363,7 +423,106 @@ def run_ablation(
 
 def _order(key):
     d_k, divisor = key
-    return (d_k, DIVISORS.index(divisor) if divisor in DIVISORS else len(DIVISORS))
+    if divisor in DIVISORS:
+        return (d_k, DIVISORS.index(divisor))
+    return (d_k, len(DIVISORS) + list(STEP_CONTROLS).index(divisor))
+
+
+# ------------------------------------------- the start and the steps, apart
+
+
+def unscaled_as_scaled(d_k: int) -> np.ndarray:
+    """The scaled model's exact twin of the unscaled one: the factors on its initial W_Q,
+    on its initial W_K, and on their learning rate.
+
+    Formula: all three are c = d_k^¼. Scores: (x W_Q c)·(x W_K c) / √d_k = q·k, the
+    unscaled model's. Steps: the twin's loss is the unscaled model's at W = W'/c, so its
+    gradient is 1/c times as large; Adam's step lr · m̂/√v̂ does not change when every
+    gradient is multiplied by the same number (up to its tiny ε), so at c times the
+    learning rate every entry of W' moves c times as far and W' = c·W stays true.
+
+    Shapes: d_k, a number → ``(3,)``.
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    c = float(d_k) ** 0.25
+    return np.array([c, c, c])
+
+
+def twin_losses(
+    task: Task,
+    d_k: int,
+    steps: int = 10,
+    seeds=MORE_SEEDS,
+    batch_size: int = BATCH,
+    lr: float = LEARNING_RATE,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The training losses of the unscaled model and of its twin, the scaled model with
+    W_Q and W_K started and trained as :func:`unscaled_as_scaled` says, over the first
+    ``steps`` steps, same seeds and batches; each ``(n_seeds, steps)``.
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    twin = "√d_k, init and lr × d_k^¼"
+    _, _, curves, _ = _fit(task, d_k, ("1", twin), tuple(seeds), steps, batch_size, lr)
+    n = len(seeds)
+    return curves["loss"][:n], curves["loss"][n:]
+
+
+def score_change(
+    task: Task,
+    d_k: int,
+    divisors=("√d_k", "1"),
+    steps: int = 1,
+    seeds=SEEDS,
+    lr: float = LEARNING_RATE,
+    size: int = 256,
+) -> dict[str, np.ndarray]:
+    """How far the first ``steps`` training steps move the scores that enter the softmax.
+
+    Formula: for each held-out sequence, the root mean square over its pairs of
+    ``scale · q·k_j`` after ``steps`` steps minus the same at the start; averaged over
+    ``size`` held-out sequences. Returns divisor → ``(n_seeds,)``.
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    divisors, seeds = tuple(divisors), tuple(int(s) for s in seeds)
+    n = len(seeds)
+    scales = np.repeat([1.0 / divisor_value(d, d_k) for d in divisors], n)
+    *_, kept = _fit(task, d_k, divisors, seeds, steps, BATCH, lr, keep=(0, steps))
+    batch = evaluation_batch(task, len(scales), size, seed=77)
+    rms = []
+    for part in _parts(batch, kept[0], task, size):
+        scores = []
+        for t in (0, steps):
+            f = forward(kept[t], task, part, scales)
+            scores.append((f.q_in @ np.swapaxes(f.K, -1, -2))[..., 0, :] * f.attention_scale)
+        rms.append(np.sqrt(((scores[1] - scores[0]) ** 2).mean(axis=-1)))  # (M, chunk)
+    moved = np.concatenate(rms, axis=1).mean(axis=-1)  # (M,)
+    return {d: moved[i * n : (i + 1) * n] for i, d in enumerate(divisors)}
+
+
+def lr_sweep(
+    task: Task,
+    d_ks=(64, 256),
+    lrs=(0.003, 0.01, 0.03),
+    divisors=("√d_k", "1"),
+    seeds=SEEDS,
+    steps: int = STEPS,
+) -> dict[tuple[int, str], np.ndarray]:
+    """Mean accuracy over training for every learning rate in ``lrs``, with the scores
+    divided by each of ``divisors``: ``{(d_k, divisor): (len(lrs), n_seeds)}``.
+
+    Every learning rate applies to all the parameters; same seeds and batches throughout.
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    out = {}
+    for d_k in d_ks:
+        by_lr = [train_divisors(task, d_k, divisors, seeds, steps, lr=lr) for lr in lrs]
+        for divisor in divisors:
+            out[(d_k, divisor)] = np.array([mean_accuracy(runs[divisor]) for runs in by_lr])
+    return out
 
 
 # ---------------------------------------------------- what was measured
@@ -564,8 +723,9 @@ def claims(results: Mapping[tuple[int, str], Run], level: float = 0.9) -> list[C
             ),
         ),
     ]
-    if all((d_k, d) in results for d_k in d_ks for d in DIVISORS):
-        auc = {(d_k, d): mean_accuracy(run(d_k, d)).mean() for d_k in d_ks for d in DIVISORS}
+    near = ("1", "0.5√d_k", "√d_k", "2√d_k")
+    if all((d_k, d) in results for d_k in d_ks for d in near):
+        auc = {(d_k, d): mean_accuracy(r).mean() for (d_k, d), r in results.items()}
         found += [
             Claim(
                 "at every d_k, halving or doubling √d_k changes the mean accuracy over "
@@ -582,47 +742,164 @@ def claims(results: Mapping[tuple[int, str], Run], level: float = 0.9) -> list[C
                 all(auc[(d_k, "1")] <= auc[(d_k, "0.5√d_k")] - 0.05 for d_k in d_ks[1:]),
             ),
         ]
+    if all((d_k, d) in results for d_k in d_ks for d in ("4√d_k", "d_k")):
+        found += [
+            Claim(
+                "at every d_k, ÷4√d_k is less than 0.05 below ÷√d_k in mean accuracy over training",
+                all(auc[(d_k, "4√d_k")] > auc[(d_k, "√d_k")] - 0.05 for d_k in d_ks),
+            ),
+            Claim(
+                "at every d_k, ÷d_k is at least 0.02 below ÷√d_k in mean accuracy over training",
+                all(auc[(d_k, "d_k")] <= auc[(d_k, "√d_k")] - 0.02 for d_k in d_ks),
+            ),
+        ]
     return found
 
 
-def control_claims(
-    results: Mapping[tuple[int, str], Run], controls: Mapping[tuple[int, str], Run]
-) -> list[Claim]:
-    """What the step controls show, each tested on these runs (wide margins, as in
-    :func:`claims`), comparing mean accuracy over training, averaged over the seeds.
+def twin_claims(twins: Mapping[tuple[int, str], Run]) -> list[Claim]:
+    """What the 2 × 2 design (``TWIN_CORNERS``) shows, each tested on these runs with a
+    wide margin (the runs with a larger start or larger steps are chaotic), comparing
+    mean accuracy over training, averaged over the seeds.
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
-    d_ks = sorted({d_k for d_k, _ in controls})
-    small, larger = d_ks[0], d_ks[1:]
+    d_ks = sorted({d_k for d_k, _ in twins})
+    small, middle, large = d_ks[0], d_ks[len(d_ks) // 2], d_ks[-1]
 
-    def auc(d_k, name):
-        return float(mean_accuracy({**results, **controls}[(d_k, name)]).mean())
+    def cost(d_k, name):  # how much lower than ÷√d_k
+        auc = {d: float(mean_accuracy(twins[(d_k, d)]).mean()) for d in ("√d_k", name)}
+        return auc["√d_k"] - auc[name]
+
+    lr_only, init_only = TWIN_CORNERS[1], TWIN_CORNERS[2]
+    return [
+        Claim(
+            f"d_k = {middle}: ÷√d_k, lr × d_k^¼ (the unscaled model with W_Q, W_K started "
+            "d_k^¼ times smaller) is within 0.05 of ÷√d_k in mean accuracy over training",
+            abs(cost(middle, lr_only)) < 0.05,
+        ),
+        Claim(
+            f"d_k = {middle}: ÷√d_k, init × d_k^¼ (the saturated start) is at least 0.04 "
+            "further below ÷√d_k than ÷√d_k, lr × d_k^¼ is",
+            cost(middle, init_only) >= cost(middle, lr_only) + 0.04,
+        ),
+        Claim(
+            f"d_k = {large}: both middle corners are at least 0.08 below ÷√d_k",
+            min(cost(large, lr_only), cost(large, init_only)) >= 0.08,
+        ),
+        Claim(
+            f"d_k = {small}: no corner is more than 0.1 below ÷√d_k",
+            max(cost(small, d) for d in TWIN_CORNERS[1:]) <= 0.1,
+        ),
+    ]
+
+
+def print_twins(twins: Mapping[tuple[int, str], Run], level: float = 0.9) -> None:
+    """The 2 × 2 design, one line per d_k and corner: the factors on the initial W_Q and
+    W_K and on their learning rate, mean accuracy over training (mean over seeds
+    [lowest – highest]), and how many seeds reach ``level`` (with the median step).
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    head = (
+        f"{'d_k':>4}  {'run':<26}{'W_Q, W_K start':<16}{'their lr':<10}"
+        f"{'mean accuracy over training':<30}reach {level:.0%}: seeds, median step"
+    )
+    print(head)
+    print("-" * len(head))
+    for d_k in sorted({d_k for d_k, _ in twins}):
+        for name in TWIN_CORNERS:
+            run = twins[(d_k, name)]
+            e_lr, e_init = (0.25, 0.25) if name == "1" else _control(name)
+            label = "÷1 (no scaling)" if name == "1" else "÷" + name
+            steps = run.steps_to(level)
+            reached = steps[~np.isnan(steps)]
+            median = f"{np.median(reached):.0f}" if len(reached) else "-"
+            print(
+                f"{d_k:>4}  {label:<26}{_factor(e_init):<16}{_factor(e_lr):<10}"
+                f"{spread(mean_accuracy(run)):<30}{len(reached)} of {len(steps)}, {median}"
+            )
+
+
+def _factor(exponent: float) -> str:
+    return "× 1" if exponent == 0 else "× d_k^¼"
+
+
+def gap_claims(
+    unit: Mapping[tuple[int, str], Run], pytorch: Mapping[tuple[int, str], Run]
+) -> list[Claim]:
+    """How the gap between ÷√d_k and ÷1 (mean accuracy over training) depends on the
+    initialisation: variance-preserving weights (``unit``) against weights 1/√3 times
+    smaller, PyTorch's default variance (``pytorch``); wide margins.
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    d_ks = sorted({d_k for d_k, _ in pytorch})
+    small, large = d_ks[0], d_ks[-1]
+    gap_unit, gap_torch = ({d: _gap(runs, d) for d in d_ks} for runs in (unit, pytorch))
+    return [
+        Claim(
+            f"d_k = {small}: with PyTorch's default variance, the gap is below 0.03",
+            abs(gap_torch[small]) < 0.03,
+        ),
+        Claim(
+            f"d_k = {', '.join(map(str, d_ks[1:]))}: with PyTorch's default variance the gap "
+            "is smaller than with unit variance, by at least 0.03",
+            all(gap_torch[d] <= gap_unit[d] - 0.03 for d in d_ks[1:]),
+        ),
+        Claim(
+            f"d_k = {large}: with PyTorch's default variance the gap is still at least 0.08",
+            gap_torch[large] >= 0.08,
+        ),
+    ]
+
+
+def _gap(runs: Mapping[tuple[int, str], Run], d_k: int) -> float:
+    """Mean accuracy over training of ÷√d_k minus that of ÷1, averaged over the seeds."""
+    return float(mean_accuracy(runs[(d_k, "√d_k")]).mean() - mean_accuracy(runs[(d_k, "1")]).mean())
+
+
+def print_gaps(unit: Mapping[tuple[int, str], Run], pytorch: Mapping[tuple[int, str], Run]) -> None:
+    """For each d_k: the gap ÷√d_k − ÷1 in mean accuracy over training with each
+    initialisation, and its range over the seeds (same seed, same start and batches)."""
+    for d_k in sorted({d_k for d_k, _ in pytorch}):
+        parts = []
+        for name, runs in (("unit variance", unit), ("PyTorch's default variance", pytorch)):
+            per_seed = mean_accuracy(runs[(d_k, "√d_k")]) - mean_accuracy(runs[(d_k, "1")])
+            parts.append(f"{name}: {spread(per_seed)}")
+        print(f"d_k = {d_k:3}: gap ÷√d_k − ÷1  " + " | ".join(parts))
+
+
+def sweep_claims(sweep: Mapping[tuple[int, str], np.ndarray]) -> list[Claim]:
+    """What the learning-rate sweep (:func:`lr_sweep`) shows: the best learning rate of
+    each divisor, compared on mean accuracy over training (mean over seeds).
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    d_ks = sorted({d_k for d_k, _ in sweep})
+
+    def best(d_k, divisor):
+        return float(sweep[(d_k, divisor)].mean(axis=1).max())
 
     return [
         Claim(
-            "at every d_k, the unscaled model given the scaled model's step size "
-            "(÷1, small steps) is at least 0.05 below ÷√d_k: a start with √d_k times wider "
-            "scores alone slows learning",
-            all(auc(d, "1, small steps") <= auc(d, "√d_k") - 0.05 for d in d_ks),
-        ),
-        Claim(
-            f"at d_k = {', '.join(map(str, larger))}, the scaled model given the unscaled "
-            "model's step size (÷√d_k, large steps) is at least 0.1 below ÷√d_k: large "
-            "steps alone slow learning too",
-            all(auc(d, "√d_k, large steps") <= auc(d, "√d_k") - 0.1 for d in larger),
-        ),
-        Claim(
-            f"at d_k = {small}, the large steps change ÷√d_k's mean accuracy over training "
-            "by less than 0.05",
-            abs(auc(small, "√d_k, large steps") - auc(small, "√d_k")) < 0.05,
-        ),
-        Claim(
-            f"at d_k = {d_ks[-1]}, ÷√d_k with large steps is at least 0.1 below the unscaled "
-            "model itself: this control exaggerates what the larger steps do",
-            auc(d_ks[-1], "√d_k, large steps") <= auc(d_ks[-1], "1") - 0.1,
+            f"d_k = {', '.join(map(str, d_ks))}: the unscaled model at its best learning rate "
+            "of the grid is at least 0.08 below the scaled model at its best",
+            all(best(d, "1") <= best(d, "√d_k") - 0.08 for d in d_ks),
         ),
     ]
+
+
+def print_sweep(sweep: Mapping[tuple[int, str], np.ndarray], lrs) -> None:
+    """One line per (d_k, divisor): mean accuracy over training at each learning rate
+    (mean over seeds), and the best of them."""
+    print(f"{'d_k':>4}  {'÷':<6}" + "".join(f"{f'lr {lr:g}':>11}" for lr in lrs) + "   best")
+    for (d_k, divisor), acc in sweep.items():
+        means = acc.mean(axis=1)
+        print(
+            f"{d_k:>4}  {divisor:<6}"
+            + "".join(f"{m:>11.3f}" for m in means)
+            + f"   {means.max():.3f} (lr {lrs[int(np.argmax(means))]:g})"
+        )
 
 
 def map_claims(maps: AttentionMaps) -> list[Claim]:
@@ -665,57 +942,14 @@ def map_claims(maps: AttentionMaps) -> list[Claim]:
     ]
 
 
-def print_claims(
-    results: Mapping[tuple[int, str], Run] | list[Claim],
-    level: float = 0.9,
-    controls: Mapping[tuple[int, str], Run] | None = None,
-) -> None:
-    """Print each of :func:`claims` (and, given the step controls' runs, each of
-    :func:`control_claims`) with ✓ where this run bears it out and ✗ where not.
-    ``results`` may also be a list of claims already made, printed as they are."""
-    if isinstance(results, list):
-        found = list(results)
-    else:
-        found = claims(results, level)
-        if controls:
-            found += control_claims(results, controls)
+def print_claims(results: Mapping[tuple[int, str], Run] | list[Claim], level: float = 0.9) -> None:
+    """Print each of :func:`claims` with ✓ where this run bears it out and ✗ where not.
+    ``results`` may also be a list of claims already made (e.g. :func:`twin_claims`),
+    printed as they are."""
+    found = list(results) if isinstance(results, list) else claims(results, level)
     for claim in found:
         mark = "✓" if claim.holds else "✗ (not on this run)"
         print(f"{mark} {claim.text}")
-
-
-# The four ways of combining a start and a step size, for the table of the step controls.
-SETTINGS = ("√d_k", "√d_k, large steps", "1, small steps", "1")
-
-
-def print_step_controls(
-    results: Mapping[tuple[int, str], Run],
-    controls: Mapping[tuple[int, str], Run],
-    level: float = 0.9,
-) -> None:
-    """One line per d_k and setting: how the scores start, how far a step moves them
-    (next to the scaled model's), mean accuracy over training and steps to ``level``.
-
-    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
-    """
-    runs = {**results, **controls}
-    head = (
-        f"{'d_k':>4}  {'÷ τ, steps':<19}{'start':<14}{'step in the scores':<20}"
-        f"{'mean accuracy over training':<30}steps to {level:.0%} (per seed)"
-    )
-    print(head)
-    print("-" * len(head))
-    for d_k in sorted({d_k for d_k, _ in controls}):
-        for name in SETTINGS:
-            run = runs[(d_k, name)]
-            divisor, exponent = STEP_CONTROLS.get(name, (name, 0.0))
-            start = "as ÷√d_k" if divisor == "√d_k" else "√d_k × wider"
-            larger = (divisor == "1") != (exponent < 0) or exponent > 0
-            step = "√d_k × larger" if larger else "as ÷√d_k"
-            print(
-                f"{d_k:>4}  {name:<19}{start:<14}{step:<20}"
-                f"{spread(mean_accuracy(run)):<30}{steps_text(run.steps_to(level))}"
-            )
 
 
 # ---------------------------------------------------------------- figures
@@ -725,7 +959,11 @@ COLOURS = {
     "0.5√d_k": "#CC79A7",
     "√d_k": "#0072B2",
     "2√d_k": "#009E73",
-    "1, small steps": "#E69F00",
+    "4√d_k": "#999933",
+    "d_k": "#882255",
+    "√d_k, lr × d_k^¼": "#56B4E9",
+    "√d_k, init × d_k^¼": "#E69F00",
+    "√d_k, init and lr × d_k^¼": "#D55E00",
     "√d_k, large steps": "#56B4E9",
 }
 LABELS = {
@@ -733,7 +971,11 @@ LABELS = {
     "0.5√d_k": "÷ 0.5√d_k",
     "√d_k": "÷ √d_k",
     "2√d_k": "÷ 2√d_k",
-    "1, small steps": "÷ 1, small steps",
+    "4√d_k": "÷ 4√d_k",
+    "d_k": "÷ d_k",
+    "√d_k, lr × d_k^¼": "÷ √d_k, lr × d_k^¼",
+    "√d_k, init × d_k^¼": "÷ √d_k, init × d_k^¼",
+    "√d_k, init and lr × d_k^¼": "÷ √d_k, init and lr × d_k^¼",
     "√d_k, large steps": "÷ √d_k, large steps",
 }
 
@@ -797,7 +1039,8 @@ def plot_curves(
             fontsize=7,
             color="grey",
         )
-    axes[0, -1].legend(loc="lower right", fontsize=8)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), fontsize=8)
     if title:
         fig.suptitle(title)
     return fig
@@ -837,44 +1080,58 @@ def plot_attention_maps(maps: AttentionMaps):
 
 
 def plot_divisor_summary(results: Mapping[tuple[int, str], Run]):
-    """Mean accuracy over training against the divisor τ in units of √d_k, one line per d_k.
+    """Mean accuracy over training against the divisor τ in units of √d_k, one colour per d_k.
 
-    ÷1 sits at τ/√d_k = 1/√d_k, further left the larger d_k is. Dots: mean over seeds;
-    bars: min to max over seeds.
+    The multiples of √d_k (the same positions for every d_k) are joined by a line; ÷1, at
+    τ/√d_k = 1/√d_k, and ÷d_k, at √d_k, sit at a different place for each d_k and are
+    drawn as lone points (open circles and squares). Dots: mean over seeds; bars: min to
+    max over seeds.
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     import matplotlib.pyplot as plt
 
     d_ks = sorted({k for k, _ in results})
-    fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.8, 3.6), layout="constrained")
     # One shade per d_k, light to dark: blue and orange already mean ÷√d_k and ÷1.
     shades = plt.get_cmap("viridis")(np.linspace(0.75, 0.05, len(d_ks)))
     colours = dict(zip(d_ks, shades, strict=True))
     for d_k in d_ks:
-        keys = sorted((k for k in results if k[0] == d_k), key=lambda k: divisor_value(k[1], d_k))
-        x = np.array([divisor_value(k[1], d_k) / np.sqrt(d_k) for k in keys])
-        acc = np.array([mean_accuracy(results[k]) for k in keys])
-        mean = acc.mean(axis=1)
-        ax.errorbar(
-            x,
-            mean,
-            yerr=[mean - acc.min(axis=1), acc.max(axis=1) - mean],
-            color=colours[d_k],
-            marker="o",
-            ms=5,
-            lw=1.5,
-            capsize=3,
-            label=f"$d_k$ = {d_k}",
+        groups = (
+            ([d for d in _MULTIPLE_OF_ROOT if (d_k, d) in results], "o", "-", f"$d_k$ = {d_k}"),
+            (["1"] if (d_k, "1") in results else [], "o", "none", None),
+            (["d_k"] if (d_k, "d_k") in results else [], "s", "none", None),
         )
+        for names, marker, line, label in groups:
+            if not names:
+                continue
+            x = np.array([divisor_value(d, d_k) / np.sqrt(d_k) for d in names])
+            acc = np.array([mean_accuracy(results[(d_k, d)]) for d in names])
+            mean = acc.mean(axis=1)
+            ax.errorbar(
+                x,
+                mean,
+                yerr=[mean - acc.min(axis=1), acc.max(axis=1) - mean],
+                color=colours[d_k],
+                marker=marker,
+                mfc="white" if line == "none" else colours[d_k],
+                ms=6,
+                ls=line,
+                lw=1.5,
+                capsize=3,
+                label=label,
+            )
     ax.axvline(1.0, color="grey", ls="--", lw=1)
     ax.set_xscale("log", base=2)
     ticks = sorted({divisor_value(k[1], k[0]) / np.sqrt(k[0]) for k in results})
     ax.set_xticks(ticks, [_ratio_label(t) for t in ticks])
     ax.set(
         title="how fast each divisor learns (dashed: τ = √d_k)",
-        xlabel=r"divisor $\tau$ in units of $\sqrt{d_k}$ (log scale); ÷1 is $1/\sqrt{d_k}$",
+        xlabel=r"divisor $\tau$ in units of $\sqrt{d_k}$ (log scale); "
+        r"open circle: ÷1 at $1/\sqrt{d_k}$, square: ÷$d_k$ at $\sqrt{d_k}$",
         ylabel="mean accuracy over training",
     )
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="lower center")
     return fig
 
 

@@ -1,18 +1,24 @@
 """Experiments and figures for the lesson on cost, tiling and precision.
 
 What is here: measurements of the time and memory of :func:`attnlab.attention` and
-:func:`attnlab.tiled_attention` as the sequence grows; the bytes plain attention
-holds at its peak; the online softmax written out block by block; and a bfloat16
-emulation in NumPy. The figure functions only draw numbers the notebook computed
-in the cell that calls them.
+:func:`attnlab.tiled_attention` as the sequence grows, stage by stage, with BLAS on one
+thread; the bytes plain attention holds at its peak; the online softmax written out block
+by block, and the merge of two blocks' running maximum and sum; a bfloat16 emulation in
+NumPy, with what rounding the scores, the weights and a long running sum costs. The figure
+functions only draw numbers the notebook computed in the cell that calls them (the tile
+diagram draws no numbers at all).
 
 Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import math
+import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -43,6 +49,96 @@ def random_qkv(n: int, d: int, seed: int = 0, dtype=np.float32):
     return tuple(rng.standard_normal((n, d), dtype=np.float32).astype(dtype) for _ in range(3))
 
 
+def _openblas_thread_functions():
+    """NumPy's bundled OpenBLAS ``(get_num_threads, set_num_threads)``, or None if not found."""
+    base = os.path.dirname(os.path.dirname(np.__file__))
+    folders = [os.path.join(base, "numpy.libs"), os.path.join(base, "numpy", ".dylibs")]
+    for folder in folders:
+        if not os.path.isdir(folder):
+            continue
+        for name in sorted(os.listdir(folder)):
+            if "openblas" not in name.lower():
+                continue
+            try:
+                lib = ctypes.CDLL(os.path.join(folder, name))
+            except OSError:
+                continue
+            for prefix, suffix in [
+                ("scipy_openblas", "64_"),
+                ("openblas", "64_"),
+                ("openblas", ""),
+            ]:
+                get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                if get is not None and put is not None:
+                    get.restype, put.argtypes = ctypes.c_int, [ctypes.c_int]
+                    return get, put
+    return None
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[bool]:
+    """Run the block with NumPy's matrix products (BLAS) on one thread; yields whether it could.
+
+    BLAS splits a large product over all the processor's cores. On a shared machine those
+    threads compete with other programs and each other, and a small product can take longer
+    on many threads than on one, which makes timings meaningless. Uses ``threadpoolctl`` if
+    it is installed, else NumPy's bundled OpenBLAS directly; elsewhere (Pyodide has one
+    thread anyway) it changes nothing and yields False. The old setting is restored after.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    try:
+        from threadpoolctl import threadpool_limits  # type: ignore[import-not-found]
+    except ImportError:
+        functions = _openblas_thread_functions()
+        if functions is None:
+            yield False
+            return
+        get, put = functions
+        before = get()
+        put(1)
+        try:
+            yield True
+        finally:
+            put(before)
+    else:
+        with threadpool_limits(limits=1, user_api="blas"):
+            yield True
+
+
+def _clock():
+    """The processor time this program has used, if the system counts it finely, else wall time.
+
+    Processor time (``time.process_time``) leaves out the time spent waiting while other
+    programs use the processor, so it is far steadier on a shared machine. Where it only
+    ticks every few milliseconds (Windows), the wall clock ``time.perf_counter`` is used.
+    """
+    if time.get_clock_info("process_time").resolution <= 1e-6:
+        return time.process_time
+    return time.perf_counter
+
+
+def best_time(fn, *args, repeats: int = 5, budget: float = 0.3, **kwargs) -> float:
+    """The fastest of up to ``repeats`` runs of ``fn(*args, **kwargs)``, in seconds.
+
+    Each run is timed in processor time where the system counts it finely (see
+    :func:`_clock`). Stops after two runs once ``budget`` seconds of wall time are spent.
+    Other programs only ever slow a run down, so the fastest run is the best estimate of
+    the cost itself.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    clock = _clock()
+    runs: list[float] = []
+    spent = time.perf_counter()
+    while len(runs) < max(1, repeats):
+        start = clock()
+        fn(*args, **kwargs)
+        runs.append(clock() - start)
+        if len(runs) >= 2 and time.perf_counter() - spent > budget:
+            break
+    return max(min(runs), 1e-9)
+
+
 @dataclass
 class Cost:
     """Seconds (best of the repeats) and peak bytes of :func:`attnlab.attention`, per n."""
@@ -56,34 +152,98 @@ class Cost:
 def measure_cost(ns, d: int = 64, repeats: int = 5, budget: float = 0.3) -> Cost:
     """Time ``attention(Q, K, V, return_weights=True)`` and measure its peak memory.
 
-    Each n is run ``repeats`` times (but only twice once ``budget`` seconds are
-    spent on that n) and the fastest run kept: other programs only ever slow a run down. The
-    first run of each n is also traced by tracemalloc for the peak memory, with the
-    (n, n) weights returned, in float32 (tracing a handful of large arrays costs
-    next to nothing). One untimed call first warms up NumPy's and the processor's
-    caches.
+    Each n is timed with :func:`best_time` (``repeats`` runs at most, two once ``budget``
+    seconds are spent) with BLAS on one thread (:func:`one_blas_thread`). The peak memory
+    comes from one more call traced by tracemalloc, with the (n, n) weights returned, in
+    float32. One untimed call first warms up NumPy's and the processor's caches.
 
     Shapes: ``ns`` a list of sequence lengths; Q, K, V are (n, d) each.
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     ns = np.asarray(ns, dtype=int)
     seconds, peaks = [], []
-    attention(*random_qkv(int(ns[0]), d))  # warm-up, not timed
-    for n in ns:
-        Q, K, V = random_qkv(int(n), d)
-        runs: list[float] = []
-        spent = time.perf_counter()
-        while len(runs) < max(1, repeats):
-            start = time.perf_counter()
-            if runs:
-                attention(Q, K, V, return_weights=True)
-            else:
-                peaks.append(peak_bytes(attention, Q, K, V, return_weights=True))
-            runs.append(time.perf_counter() - start)
-            if len(runs) >= 2 and time.perf_counter() - spent > budget:
-                break
-        seconds.append(min(runs))
+    with one_blas_thread():
+        attention(*random_qkv(int(ns[0]), d))  # warm-up, not timed
+        for n in ns:
+            Q, K, V = random_qkv(int(n), d)
+            peaks.append(peak_bytes(attention, Q, K, V, return_weights=True))
+            seconds.append(
+                best_time(attention, Q, K, V, return_weights=True, repeats=repeats, budget=budget)
+            )
     return Cost(ns, np.array(seconds), np.array(peaks, dtype=np.int64), d)
+
+
+STAGES = ("Q Kᵀ", "softmax", "P V")
+
+
+@dataclass
+class StageTimes:
+    """Seconds (best of the repeats) of the three stages of attention, one row per n.
+
+    ``seconds[i, j]`` is stage ``STAGES[j]`` at length ``ns[i]``.
+    """
+
+    ns: np.ndarray
+    seconds: np.ndarray  # (len(ns), 3)
+    d: int
+
+
+def _softmax_into(S: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of ``S`` written into ``out`` (same shape), allocating only (n, 1) arrays.
+
+    Formula: ``out = exp(S - max_j S) / Σ_j exp(S - max_j S)``, the same numbers as
+    :func:`attnlab.softmax`, but without making a new (n, n) array.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    np.subtract(S, S.max(axis=-1, keepdims=True), out=out)
+    np.exp(out, out=out)
+    out /= out.sum(axis=-1, keepdims=True)
+    return out
+
+
+def measure_stages(ns, d: int = 64, repeats: int = 5, budget: float = 0.3) -> StageTimes:
+    """Time the three stages of attention separately, with BLAS on one thread.
+
+    ``S = (Q/√d) Kᵀ`` (a matrix product, n² d multiply-adds), ``P = softmax(S)`` (a few
+    passes over n² numbers, no multiply-adds), ``O = P V`` (another n² d multiply-adds), all
+    in float32, each timed with :func:`best_time`. Each stage writes into an output array
+    made before the timer starts (``np.matmul(..., out=...)``, :func:`_softmax_into`), so
+    the time is the stage's own work, not the system handing over fresh memory.
+
+    Shapes: ``ns`` a list of sequence lengths; Q, K, V (n, d); returns (len(ns), 3) seconds.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    ns = np.asarray(ns, dtype=int)
+    rows = []
+    with one_blas_thread():
+        for n in ns:
+            Q, K, V = random_qkv(int(n), d)
+            A = Q * np.float32(1 / math.sqrt(d))
+            S = A @ K.T  # also the buffer the first stage writes into
+            P = _softmax_into(S, np.empty_like(S))
+            O = P @ V
+            rows.append(
+                [
+                    best_time(np.matmul, A, K.T, out=S, repeats=repeats, budget=budget),
+                    best_time(_softmax_into, S, P, repeats=repeats, budget=budget),
+                    best_time(np.matmul, P, V, out=O, repeats=repeats, budget=budget),
+                ]
+            )
+    return StageTimes(ns, np.array(rows), d)
+
+
+def time_full_and_tiled(n: int = 2048, d: int = 64, block_size: int = 128) -> tuple[float, float]:
+    """Seconds (best of a few runs, BLAS on one thread) of ``attention`` and ``tiled_attention``.
+
+    The same float32 Q, K, V of shape (n, d); the weights are not returned.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    Q, K, V = random_qkv(n, d)
+    with one_blas_thread():
+        attention(Q, K, V)  # warm-up, not timed
+        full = best_time(attention, Q, K, V)
+        tiled = best_time(tiled_attention, Q, K, V, block_size=block_size)
+    return full, tiled
 
 
 def tiled_peaks(ns, d: int = 64, block_size: int = 128) -> np.ndarray:
@@ -161,15 +321,20 @@ def _log_axes(ax, ns, title, ylabel):
     ax.legend(fontsize=8, loc="upper left")
 
 
-def plot_cost(cost: Cost):
+def plot_cost(cost: Cost, stages: StageTimes | None = None):
     """Time and peak memory of attention (weights returned) against n on log-log axes, with fits.
 
-    A straight line of slope p on log-log axes means the quantity grows like n^p.
+    A straight line of slope p on log-log axes means the quantity grows like n^p. With
+    ``stages``, the time panel also shows Q Kᵀ, the softmax and P V, each timed on its own.
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
-    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9.5, 3.5), layout="constrained")
-    _fit_line(ax_t, cost.ns, cost.seconds * 1e3, plots.ACCENT, "measured")
-    _log_axes(ax_t, cost.ns, f"time, weights returned (d = {cost.d}, float32)", "milliseconds")
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9.5, 3.8), layout="constrained")
+    _fit_line(ax_t, cost.ns, cost.seconds * 1e3, plots.ACCENT, "whole attention")
+    if stages is not None:
+        colors = ("#7b5ea7", "#c0392b", "#16a085")
+        for name, color, column in zip(STAGES, colors, stages.seconds.T, strict=True):
+            ax_t.plot(stages.ns, column * 1e3, "s--", ms=3, lw=1, color=color, label=name)
+    _log_axes(ax_t, cost.ns, f"time (d = {cost.d}, float32, one BLAS thread)", "milliseconds")
     _fit_line(ax_m, cost.ns, cost.peak_bytes / 2**20, plots.SECOND, "measured (tracemalloc)")
     ax_m.plot(
         cost.ns,
@@ -193,6 +358,75 @@ def plot_memory(ns, full, tiled):
     _fit_line(ax, ns, np.asarray(full) / 2**20, plots.SECOND, "attention, weights returned")
     _fit_line(ax, ns, np.asarray(tiled) / 2**20, plots.THIRD, "tiled_attention")
     _log_axes(ax, list(ns), "peak memory: full against tiled", "MiB")
+    return fig
+
+
+def plot_tiles(n_query_blocks: int = 4, n_key_blocks: int = 6, current: tuple[int, int] = (1, 3)):
+    """A diagram of tiled attention: query blocks × key blocks, and the state kept per query.
+
+    The grid is the n × n score matrix cut into tiles; only the current tile's scores exist
+    at any time. Tiles left of it in its row are done (folded into m, l, o), tiles right of
+    it are still to come. Beside each query block: its running maximum m and sum l (one
+    number per query) and its running output o (one row of d_v numbers per query).
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    from matplotlib.patches import Rectangle
+
+    qi, kj = current
+    fig, ax = plt.subplots(figsize=(8.2, 3.6), layout="constrained")
+    for i in range(n_query_blocks):
+        for j in range(n_key_blocks):
+            if (i, j) == current:
+                face, label = plots.ACCENT, "now"
+            elif i == qi and j < kj:
+                face, label = "#bcd7ee", "done"
+            elif i < qi:
+                face, label = "#e6e6e6", "done"
+            else:
+                face, label = "white", ""
+            y = n_query_blocks - 1 - i
+            ax.add_patch(Rectangle((j, y), 1, 1, facecolor=face, edgecolor="black", lw=1))
+            color = "white" if (i, j) == current else "#555555"
+            ax.text(j + 0.5, y + 0.5, label, ha="center", va="center", fontsize=8, color=color)
+    for k, name in enumerate(["m", "l", "o"]):
+        x = n_key_blocks + 0.6 + k * 0.75
+        width = 0.3 if name != "o" else 0.7
+        for i in range(n_query_blocks):
+            y = n_query_blocks - 1 - i
+            face = "#fde2c8" if i == qi else "white"
+            ax.add_patch(Rectangle((x, y + 0.05), width, 0.9, facecolor=face, edgecolor="black"))
+        ax.text(x + width / 2, n_query_blocks + 0.15, name, ha="center", fontsize=11)
+    for j in range(n_key_blocks):
+        ax.text(j + 0.5, n_query_blocks + 0.15, f"K{j}", ha="center", fontsize=9)
+    ax.text(
+        n_key_blocks + 0.6,
+        -0.45,
+        "per query: m and l one number each,\no one row of d_v numbers",
+        fontsize=8,
+        va="top",
+    )
+    ax.text(
+        kj + 0.5,
+        -0.45,
+        "only this tile of scores exists:\nblock_q × block_k numbers",
+        fontsize=8,
+        ha="center",
+        va="top",
+        color=plots.ACCENT,
+    )
+    ax.set_xlim(-0.2, n_key_blocks + 3.4)
+    ax.set_ylim(-1.3, n_query_blocks + 0.6)
+    ax.set_xticks([])
+    ax.set_yticks(
+        np.arange(n_query_blocks) + 0.5, [f"Q{i}" for i in reversed(range(n_query_blocks))]
+    )
+    ax.tick_params(length=0)
+    for side in ("top", "right", "left", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.set_xlabel("blocks of keys (with their values), visited left to right in every row")
+    ax.set_ylabel("blocks of queries")
+    ax.set_title("tiled attention: one tile of scores at a time, m, l, o kept per query")
+    ax.set_aspect("equal")
     return fig
 
 
@@ -260,6 +494,34 @@ def online_softmax_steps(scores, values, block_size: int) -> list[OnlineStep]:
     return steps
 
 
+def block_state(scores) -> tuple[float, float]:
+    """The online softmax's state of one block on its own: ``(max s, Σ e^(s − max s))``.
+
+    Shapes: ``scores`` 1-D, at least one entry.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    s = np.asarray(scores, dtype=float)
+    m = float(s.max())
+    return m, float(np.exp(s - m).sum())
+
+
+def merge_states(m1: float, l1: float, m2: float, l2: float) -> tuple[float, float]:
+    """Merge the running maximum and sum of two parts of a row into those of the whole row.
+
+    Formula: ``m = max(m1, m2)``, ``l = l1 e^(m1 − m) + l2 e^(m2 − m)``: each sum was taken
+    against its own part's maximum, and ``e^(s − m) = e^(s − m_i) e^(m_i − m)``. An empty part
+    is ``(-inf, 0)``. Every step of the online softmax is such a merge, of the keys seen
+    so far with the new block, and any split of the row merges to the same ``(m, l)``.
+
+    Shapes: four numbers in, two out.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    m = max(m1, m2)
+    if m == -np.inf:
+        return m, 0.0
+    return m, float(l1 * np.exp(m1 - m) + l2 * np.exp(m2 - m))
+
+
 # ---------------------------------------------------------------------------- precision
 
 
@@ -324,3 +586,101 @@ def rounding_errors(Q, K, V, scale: float) -> dict[str, tuple[float, float]]:
             float(np.abs(output - exact).max()),
         )
     return out
+
+
+def weight_rounding_errors(Q, K, V, scale: float) -> dict[str, tuple[float, float]]:
+    """Output error from rounding the scores S, against rounding the weights P instead.
+
+    Everything else in float64, as in :func:`rounding_errors`. A relative error ε in a
+    score s becomes an error of about ε·|s| in the exponent, so a *relative* error ε·|s|
+    in the weight; rounding the weight itself gives it a relative error ε, whatever its size.
+    Returns ``{format: (largest output error rounding S, largest output error rounding P)}``
+    for float16 and bfloat16.
+
+    Shapes: Q ``(n_q, d_k)``, K ``(n_k, d_k)``, V ``(n_k, d_v)``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    S = scale * (Q @ K.T)
+    P = softmax(S)
+    exact = P @ V
+    rounders = {"float16": lambda x: x.astype(np.float16), "bfloat16": to_bfloat16}
+    out = {}
+    for name, rnd in rounders.items():
+        via_s = softmax(rnd(S).astype(np.float64)) @ V
+        via_p = rnd(P).astype(np.float64) @ V
+        out[name] = (float(np.abs(via_s - exact).max()), float(np.abs(via_p - exact).max()))
+    return out
+
+
+def running_sum(values, fmt: str) -> float:
+    """Add ``values`` one after another, rounding the running total to ``fmt`` after each step.
+
+    ``fmt`` is "float64", "float32", "float16" or "bfloat16" (emulated with
+    :func:`to_bfloat16`: each sum is formed in float32 and rounded). Once the total is
+    large, a small term is less than half the spacing between neighbouring numbers of the
+    format and is lost: the sum stalls. Returns the total as a Python float.
+
+    Shapes: ``values`` 1-D.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    rounders = {
+        "float64": np.float64,
+        "float32": np.float32,
+        "float16": np.float16,
+        "bfloat16": lambda x: to_bfloat16(np.float32(x))[()],
+    }
+    rnd = rounders[fmt]
+    total = rnd(0.0)
+    for v in np.asarray(values, dtype=np.float64):
+        total = rnd(np.float32(total) + np.float32(rnd(v))) if fmt != "float64" else total + v
+    return float(total)
+
+
+def error_against_spread(stds, seed: int = 3, n_q: int = 64, n_k: int = 256, d: int = 64):
+    """Largest output error from storing S in each format, for scores of growing spread.
+
+    Q and K are standard normal (on a grid of 2^-12, so every score is exact in float64),
+    V standard normal; the scores ``Q Kᵀ · c`` are scaled by ``c`` so that their standard
+    deviation is each entry of ``stds``. Returns ``(errors, largest)``: ``errors[fmt]`` an
+    array over ``stds`` (as :func:`rounding_errors`), and ``largest`` the largest score at
+    each spread.
+
+    Shapes: ``stds`` 1-D; Q (n_q, d), K and V (n_k, d).
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    rng = np.random.default_rng(seed)
+    Q, K, V = (np.round(rng.normal(size=(m, d)) * 2**12) / 2**12 for m in (n_q, n_k, n_k))
+    raw_std = float((Q @ K.T).std())
+    errors: dict[str, list[float]] = {"float32": [], "float16": [], "bfloat16": []}
+    largest = []
+    for std in np.asarray(stds, dtype=float):
+        scale = std / raw_std
+        for fmt, (_, out_err) in rounding_errors(Q, K, V, scale).items():
+            errors[fmt].append(out_err)
+        largest.append(float(np.abs(scale * (Q @ K.T)).max()))
+    return {k: np.array(v) for k, v in errors.items()}, np.array(largest)
+
+
+def plot_error_against_spread(stds, errors, largest):
+    """Output error against the scores' standard deviation, one line per format (log y).
+
+    Dotted lines mark spread 1 (scores scaled by 1/√d_k) and spread 8 (unscaled, d_k = 64).
+    ``largest`` (the largest score at each spread) is accepted for the caller's own use;
+    it does not matter here, since the softmax subtracts each row's maximum first.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
+    colors = {"float32": "grey", "float16": plots.SECOND, "bfloat16": plots.ACCENT}
+    for fmt, err in errors.items():
+        ax.plot(stds, err, "o-", ms=3, color=colors[fmt], label=f"S stored in {fmt}")
+    for spread, label in [(1.0, " scaled\n (÷√64)"), (8.0, " unscaled\n (d_k = 64)")]:
+        if min(stds) <= spread <= max(stds):
+            ax.axvline(spread, color="black", ls=":", lw=1)
+            ax.text(spread, 0.04, label, fontsize=7, transform=ax.get_xaxis_transform())
+    ax.set_yscale("log")
+    ax.set_xlabel("standard deviation of the scores")
+    ax.set_ylabel("largest output error")
+    ax.set_title("what storing S in 16 bits costs, by the spread of the scores")
+    ax.legend(fontsize=8, loc="center right")
+    return fig

@@ -1,5 +1,5 @@
-"""Helpers for lesson 01: a toy sentence's Q, K, V, scores between two sequences, and a
-picture of vectors as arrows.
+"""Helpers for lesson 01: a toy sentence's Q, K, V, scores between two sequences, a new
+token's scores against cached keys, and a picture of vectors as arrows.
 
 Lesson: ``notebooks/01_dot_product.ipynb``.
 """
@@ -65,6 +65,33 @@ def cross_scores(X_q, X_kv, W_Q, W_K) -> np.ndarray:
             f"same length: got {W_Q.shape} and {W_K.shape}."
         )
     return scores(X_q @ W_Q, X_kv @ W_K)
+
+
+def new_token_scores(x_new, K_cache, W_Q, W_K) -> np.ndarray:
+    """The scores of a newly arrived token against every key so far: one row of a KV cache.
+
+    Formula: ``q = x_new W_Q``, ``K = [K_cache; x_new W_K]`` (its own key last), scores
+    ``K q``. Equals the last row of ``Q Kᵀ`` for the whole sequence, without recomputing
+    the earlier keys.
+
+    Shapes: ``x_new`` (d,), ``K_cache`` (n, d_k), ``W_Q`` and ``W_K`` (d, d_k) → (n + 1,).
+    Lesson: ``notebooks/01_dot_product.ipynb`` (the course's answer to its exercise).
+    """
+    x_new, K_cache = as_real_array(x_new, "x_new"), as_real_array(K_cache, "K_cache")
+    if x_new.ndim != 1 or K_cache.ndim != 2:
+        raise ValueError(
+            f"x_new must be one embedding (d,) and K_cache a stack of keys (n, d_k); got "
+            f"{x_new.shape} and {K_cache.shape}."
+        )
+    S = cross_scores(x_new[None, :], x_new[None, :], W_Q, W_K)  # checks W_Q and W_K
+    k_new = x_new @ np.asarray(W_K, dtype=float)
+    if K_cache.shape[1] != k_new.shape[0]:
+        raise ValueError(
+            f"The cached keys must have d_k = {k_new.shape[0]} entries, like W_K's columns; "
+            f"K_cache is {K_cache.shape}."
+        )
+    q = x_new @ np.asarray(W_Q, dtype=float)
+    return np.concatenate([K_cache @ q, S[0]])
 
 
 def arrows(q, keys, labels, ax=None, title="one query, three keys"):

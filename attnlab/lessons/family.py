@@ -1,11 +1,11 @@
-"""The attention family: other ways to score, to position and to mix.
+"""The attention family: other scores, positions and sparse patterns.
 
 Additive (Bahdanau) scores and their cost; relative position biases (T5's buckets,
-ALiBi's linear penalty, one slope per head); sparse masks (local window, blocks,
-global tokens) and how many scores they keep; linear attention with the feature map
-elu(x) + 1, in both orders of multiplication; the causal mask aligned at the bottom
-right; and the attention entropy of the model of lesson 08 during training. The figure
-functions only draw numbers the notebook computed in the cell that calls them.
+ALiBi's linear penalty, one slope per head, RoPE's rotations); sparse masks (local
+window, blocks, global tokens), how many scores they keep and how many layers they
+need to connect every token. The figure functions only draw numbers the notebook
+computed in the cell that calls them. Linear attention, PyTorch's kernel and the
+entropy during training are in :mod:`attnlab.lessons.in_practice` (lesson 10).
 
 Lesson: ``notebooks/09_attention_family.ipynb``.
 """
@@ -18,10 +18,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .. import plots
-from ..masks import causal_lower_right  # noqa: F401 - the notebook uses it
-from ..softmax import entropy, softmax
-from .cost_and_tiling import peak_bytes  # noqa: F401 - the notebook uses it
-from .heads_and_masks import plot_patterns  # noqa: F401 - the notebook uses it
+from ..softmax import softmax
+from .heads_and_masks import plot_patterns
 
 # ---------------------------------------------------------------------- additive scores
 
@@ -117,7 +115,8 @@ def plot_spreads(d_ks, spreads: dict):
     fig, ax = plt.subplots(figsize=(5.6, 3.4), layout="constrained")
     d_ks = np.asarray(d_ks)
     ax.plot(d_ks, spreads["dot"], "o-", color=plots.SECOND, label="q·k, unscaled")
-    ax.plot(d_ks, np.sqrt(d_ks), ":", color="grey", label="√d_k")
+    # drawn on top: it coincides with the unscaled line
+    ax.plot(d_ks, np.sqrt(d_ks), ":", color="black", lw=1.5, zorder=3, label="√d_k")
     ax.plot(d_ks, spreads["scaled"], "o-", color=plots.ACCENT, label="q·k / √d_k")
     ax.plot(d_ks, spreads["additive"], "s-", color=plots.THIRD, label="additive vᵀtanh(…)")
     ax.plot(d_ks, spreads["bound"], "--", color=plots.THIRD, lw=1, label="bound ‖v‖₁")
@@ -144,6 +143,60 @@ def rotation(angle: float) -> np.ndarray:
     """
     c, s = np.cos(angle), np.sin(angle)
     return np.array([[c, -s], [s, c]])
+
+
+def rope_angles(d: int, base: float = 10000.0) -> np.ndarray:
+    """RoPE's angle per position for each of the ``d/2`` pairs: ``θ_f = base^(−2f/d)``.
+
+    Pair 0 turns by 1 radian per token, the last pair by nearly ``1/base``: a geometric
+    spread of frequencies, like lesson 06's sinusoidal codes. Shapes: → ``(d // 2,)``.
+    Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    if d % 2:
+        raise ValueError(f"RoPE rotates pairs of features, so d must be even; got d = {d}.")
+    return base ** (-2.0 * np.arange(d // 2) / d)
+
+
+def rope(X, start: int = 0, base: float = 10000.0) -> np.ndarray:
+    """Rotary position embedding: turn each pair of features of row i by ``(start + i) θ_f``.
+
+    The pairs are neighbouring features ``(2f, 2f + 1)``, as in Su et al. (2021); each is
+    turned by ``rotation((start + i) * θ_f)`` with ``θ_f`` from :func:`rope_angles`. Then
+    ``rope(Q) @ rope(K).T`` has scores that depend on the positions only through
+    ``i − j``. Shapes: ``X (n, d)`` with d even → ``(n, d)``.
+
+    Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    angles = (start + np.arange(n))[:, None] * rope_angles(d, base)[None, :]  # (n, d/2)
+    cos, sin = np.cos(angles), np.sin(angles)
+    x1, x2 = X[:, 0::2], X[:, 1::2]  # the two features of each pair
+    out = np.empty_like(X)
+    out[:, 0::2] = x1 * cos - x2 * sin
+    out[:, 1::2] = x1 * sin + x2 * cos
+    return out
+
+
+def plot_rope_decay(d: int = 64, max_distance: int = 1000):
+    """RoPE's score against the distance for one fixed query and key, both all ones.
+
+    ``score(t) = rope(q at position t) · rope(k at position 0) = Σ_f 2 cos(t θ_f)``, divided
+    by its value ``d`` at ``t = 0``, for ``t = i − j = 0 … max_distance`` on a log x-axis:
+    it oscillates, and its envelope shrinks with the distance (Su et al.'s long-term decay).
+
+    Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    t = np.arange(max_distance + 1)
+    score = 2 * np.cos(t[:, None] * rope_angles(d)[None, :]).sum(axis=1) / d
+    fig, ax = plt.subplots(figsize=(5.6, 2.8), layout="constrained")
+    ax.plot(t[1:], score[1:], color=plots.ACCENT, lw=1)
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.set_xscale("log")
+    ax.set_xlabel("distance i − j (tokens)")
+    ax.set_ylabel("score / score at 0")
+    ax.set_title(f"RoPE, q = k = all ones, d = {d}")
+    return fig
 
 
 def relative_bias(n: int, table) -> np.ndarray:
@@ -291,6 +344,21 @@ def global_mask(n: int, window: int, global_tokens=(0,)) -> np.ndarray:
     return M
 
 
+def random_keys_mask(n: int, window: int, n_random: int, seed: int = 0) -> np.ndarray:
+    """BigBird's idea without its global tokens: a local window plus random keys per query.
+
+    ``M = local_mask(n, w)``, then for each query ``i`` the keys of ``n_random`` distinct
+    positions drawn at random (seeded by ``seed``) set to True: ``M[i, j_1 … j_r] = True``.
+
+    Shapes: → bool ``(n, n)``. Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    rng = np.random.default_rng(seed)
+    M = local_mask(n, window)
+    for i in range(n):
+        M[i, rng.choice(n, size=n_random, replace=False)] = True
+    return M
+
+
 def scores_kept(n, kind: str, window: int = 0, block: int = 1, n_global: int = 0):
     """How many scores a pattern computes, in closed form (one head, one sequence).
 
@@ -369,272 +437,38 @@ def masked_softmax_rows(S: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def plot_counts(ns, counts: dict):
-    """Scores computed against n, one line per pattern, on log-log axes.
+    """The fraction of the ``n²`` scores each pattern computes against n, on log-log axes.
+
+    ``counts``: pattern → scores kept at each n. Full attention is the flat line at 1;
+    a pattern that keeps about ``c`` keys per query falls like ``c / n``, slope −1. Lines
+    that nearly coincide get different markers and dashes, so each stays visible.
 
     Lesson: ``notebooks/09_attention_family.ipynb``.
     """
+    ns = np.asarray(ns, dtype=float)
     fig, ax = plt.subplots(figsize=(5.6, 3.4), layout="constrained")
     colours = [plots.SECOND, plots.ACCENT, plots.THIRD, "#CC79A7", "#E69F00"]
-    for (name, c), colour in zip(counts.items(), colours, strict=False):
-        ax.plot(ns, c, "o-", color=colour, label=name, ms=4)
+    styles = ["o-", "s--", "^:", "D-.", "v-"]
+    for (name, c), colour, style in zip(counts.items(), colours, styles, strict=False):
+        ax.plot(ns, np.asarray(c) / ns**2, style, color=colour, label=name, ms=4, mfc="none")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xlabel("sequence length n")
-    ax.set_ylabel("scores computed")
-    ax.set_title("how many scores each pattern computes")
+    ax.set_ylabel("fraction of the n² scores computed")
+    ax.set_title("how much of the score matrix each pattern keeps")
     ax.legend(fontsize=8)
     return fig
 
 
-# ---------------------------------------------------------------------- linear attention
+def plot_masks(masks: dict, suptitle: str = ""):
+    """Boolean masks side by side, 1 (bright) where a query may attend to a key.
 
-
-def elu_feature(x) -> np.ndarray:
-    """The feature map of Katharopoulos et al. (2020): ``φ(x) = elu(x) + 1``.
-
-    ``elu(x) + 1`` is ``x + 1`` for ``x > 0`` and ``eˣ`` otherwise: always positive,
-    so every weight it gives is positive. Shapes: any → the same.
+    ``masks``: panel title → bool ``(n, n)``. Drawn with lesson 06's ``plot_patterns``,
+    with a colour bar that reads "allowed (1) or not (0)".
 
     Lesson: ``notebooks/09_attention_family.ipynb``.
     """
-    x = np.asarray(x, dtype=float)
-    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
-
-
-def linear_attention(Q, K, V) -> np.ndarray:
-    """Linear attention: ``φ(Q) (φ(K)ᵀ V)`` divided row by row by ``φ(Q) (φ(K)ᵀ 1)``.
-
-    ``φ`` is :func:`elu_feature`. ``φ(K)ᵀ V`` is a ``(d_k, d_v)`` summary of all keys
-    and values and ``φ(K)ᵀ 1`` a ``(d_k,)`` one, so the work is ``O(n d_k d_v)`` and no
-    ``(n_q, n_k)`` array is ever formed.
-
-    Shapes: ``Q (n_q, d_k)``, ``K (n_k, d_k)``, ``V (n_k, d_v)`` → ``(n_q, d_v)``.
-    Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    phi_q, phi_k = elu_feature(Q), elu_feature(K)
-    summary = phi_k.T @ np.asarray(V, dtype=float)  # (d_k, d_v)
-    normaliser = phi_q @ phi_k.sum(axis=0)  # (n_q,)
-    return (phi_q @ summary) / normaliser[:, None]
-
-
-def linear_attention_weights(Q, K, mask=None) -> np.ndarray:
-    """The weights that linear attention uses implicitly: ``φ(q_i)·φ(k_j) / Σ_l φ(q_i)·φ(k_l)``.
-
-    This is the other order of the products, ``(φ(Q) φ(K)ᵀ) V``: it forms the
-    ``(n_q, n_k)`` matrix, like softmax attention. ``mask`` (bool ``(n_q, n_k)``, True
-    where a query may look) zeroes the other pairs before each row is normalised.
-    Shapes: → ``(n_q, n_k)``, rows sum to 1.
-
-    Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    A = elu_feature(Q) @ elu_feature(K).T
-    if mask is not None:
-        A = np.where(mask, A, 0.0)
-    return A / A.sum(axis=1, keepdims=True)
-
-
-def linear_attention_quadratic(Q, K, V, mask=None) -> np.ndarray:
-    """Linear attention computed in the quadratic order, ``(φ(Q) φ(K)ᵀ) V`` normalised.
-
-    Same result as :func:`linear_attention` up to rounding, at ``O(n² d)`` cost and
-    ``(n_q, n_k)`` memory; ``mask`` as in :func:`linear_attention_weights`.
-    Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    return linear_attention_weights(Q, K, mask) @ np.asarray(V, dtype=float)
-
-
-def causal_linear_attention(Q, K, V) -> np.ndarray:
-    """Causal linear attention as a recurrence: one fixed-size state, updated token by token.
-
-    ``S_i = S_{i−1} + φ(k_i) v_iᵀ`` (a ``(d_k, d_v)`` matrix) and ``z_i = z_{i−1} + φ(k_i)``
-    (``d_k`` numbers); then ``o_i = φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i``. This equals
-    :func:`linear_attention_quadratic` with the causal mask ``j ≤ i``, but each token
-    costs ``O(d_k d_v)`` and the state never grows with ``n`` (Katharopoulos et al. 2020).
-
-    Shapes: ``Q``, ``K (n, d_k)``, ``V (n, d_v)`` → ``(n, d_v)``.
-    Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    phi_q, phi_k = elu_feature(Q), elu_feature(K)
-    V = np.asarray(V, dtype=float)
-    state = np.zeros((phi_k.shape[1], V.shape[1]))  # S: every key and value so far, summed
-    normaliser = np.zeros(phi_k.shape[1])  # z: every key so far, summed
-    out = np.empty((len(phi_q), V.shape[1]))
-    for i in range(len(phi_q)):
-        state += np.outer(phi_k[i], V[i])
-        normaliser += phi_k[i]
-        out[i] = phi_q[i] @ state / (phi_q[i] @ normaliser)
-    return out
-
-
-def linear_costs(n, d: int) -> dict[str, np.ndarray]:
-    """Multiply-adds and largest intermediate array of the two orders, with d_k = d_v = d.
-
-    Quadratic order: ``n² d`` for ``φ(Q)φ(K)ᵀ`` and ``n² d`` for the product with V, an
-    ``(n, n)`` array. Linear order: ``n d²`` for ``φ(K)ᵀV``, ``n d²`` for ``φ(Q)`` times
-    it, and ``2 n d`` for the normaliser, a ``(d, d)`` array. Either order also holds the
-    ``(n, d)`` arrays φ(Q) and φ(K), so the largest array is never smaller than ``n d``.
-
-    Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    n = np.asarray(n, dtype=np.int64)
-    return {
-        "quadratic_madds": 2 * n * n * d,
-        "linear_madds": 2 * n * d * d + 2 * n * d,
-        "quadratic_largest": np.maximum(n * n, n * d),  # the (n, n) scores, or φ(Q) itself
-        "linear_largest": np.maximum(n * d, d * d),
-    }
-
-
-def sharpness(q, K, scales) -> dict[str, np.ndarray]:
-    """Largest weight and entropy of one query's row as the query is multiplied by c.
-
-    Softmax: ``softmax(c q·k_j)``; linear: ``φ(c q)·φ(k_j)`` normalised. Shapes: ``q
-    (d,)``, ``K (n, d)``, ``scales (m,)`` → dict of ``(m,)`` arrays ``"softmax_max"``,
-    ``"softmax_entropy"``, ``"linear_max"``, ``"linear_entropy"``.
-
-    Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    q, K = np.asarray(q, dtype=float), np.asarray(K, dtype=float)
-    soft = np.stack([softmax(c * (K @ q)) for c in scales])
-    lin = np.stack([linear_attention_weights((c * q)[None, :], K)[0] for c in scales])
-    return {
-        "softmax_max": soft.max(axis=1),
-        "softmax_entropy": entropy(soft),
-        "linear_max": lin.max(axis=1),
-        "linear_entropy": entropy(lin),
-    }
-
-
-def linear_limit(q, K) -> np.ndarray:
-    """The weights linear attention tends to as the query grows, ``c → ∞``.
-
-    ``φ(c q)`` is ``c q_f + 1`` on the features where ``q_f > 0`` and ``e^{c q_f} → 0``
-    elsewhere, so ``φ(c q)/c → q⁺`` (the positive part of q) and the weights tend to
-    ``q⁺·φ(k_j) / Σ_l q⁺·φ(k_l)``: a fixed row, never one-hot unless only one key has
-    a positive feature where q has one. Shapes: ``q (d,)``, ``K (n, d)`` → ``(n,)``.
-
-    Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    a = elu_feature(K) @ np.maximum(np.asarray(q, dtype=float), 0.0)
-    return a / a.sum()
-
-
-def plot_sharpness(scales, curves: dict, limit_max: float):
-    """Largest weight and entropy of one row, softmax vs linear, against the query's scale.
-
-    Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.4, 3.2), layout="constrained")
-    for name, colour, label in (
-        ("softmax", plots.ACCENT, "softmax"),
-        ("linear", plots.SECOND, "linear, elu(x) + 1"),
-    ):
-        ax1.plot(scales, curves[f"{name}_max"], "o-", ms=3, color=colour, label=label)
-        ax2.plot(scales, curves[f"{name}_entropy"], "o-", ms=3, color=colour, label=label)
-    ax1.axhline(limit_max, color=plots.SECOND, ls=":", lw=1, label="linear's limit, c → ∞")
-    for ax in (ax1, ax2):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("query multiplied by c")
-    ax1.set_ylim(0, 1.05)
-    ax1.set_ylabel("largest weight")
-    ax2.set_ylabel("entropy (nats)")
-    ax1.legend(fontsize=8)
-    ax1.set_title("can the row become one-hot?")
-    ax2.set_title("how spread out the row is")
+    fig = plot_patterns({k: np.asarray(M, dtype=float) for k, M in masks.items()}, suptitle)
+    fig.axes[-1].set_yticks([0, 1])
+    fig.axes[-1].set_ylabel("allowed (1) or not (0)")
     return fig
-
-
-def plot_linear_cost(ns, quadratic_bytes, linear_bytes):
-    """Peak memory of the two orders of linear attention against n, log-log.
-
-    Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    fig, ax = plt.subplots(figsize=(5.4, 3.3), layout="constrained")
-    ax.plot(ns, np.asarray(quadratic_bytes) / 2**20, "o-", color=plots.SECOND,
-            label="(φ(Q) φ(K)ᵀ) V")  # fmt: skip
-    ax.plot(ns, np.asarray(linear_bytes) / 2**20, "s-", color=plots.ACCENT,
-            label="φ(Q) (φ(K)ᵀ V)")  # fmt: skip
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
-    ax.set_xlabel("sequence length n")
-    ax.set_ylabel("peak memory (MiB)")
-    ax.set_title("one result, two orders of multiplication")
-    ax.legend(fontsize=8)
-    return fig
-
-
-# ------------------------------------------------------------ entropy during training
-
-
-def plot_entropy_curves(runs: dict, n_pairs: int, n_values: int):
-    """Mean attention entropy, loss and accuracy per training step, one colour per run:
-    the median over the seeds as a line, the lowest to the highest seed as a band.
-
-    ``runs``: label → a :class:`attnlab.lessons.ablation.Run`; ``n_pairs`` and
-    ``n_values`` mark a uniform row (log n_pairs) and a uniform guess (log n_values).
-    Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    fig, axs = plt.subplots(1, 3, figsize=(11.5, 3.2), layout="constrained")
-    colours = [plots.ACCENT, plots.SECOND, plots.THIRD]
-    for (label, run), colour in zip(runs.items(), colours, strict=False):
-        steps = np.arange(1, run.steps + 1)
-        for ax, values in zip(axs, (run.entropy, run.loss, run.accuracy), strict=True):
-            ax.fill_between(
-                steps, values.min(axis=0), values.max(axis=0), color=colour, alpha=0.2, lw=0
-            )
-            ax.plot(steps, np.median(values, axis=0), color=colour, lw=1.3, label=f"÷ {label}")
-    for ax, level, text in ((axs[0], np.log(n_pairs), "uniform row, log n"),
-                            (axs[1], np.log(n_values), "uniform guess")):  # fmt: skip
-        ax.axhline(level, color="grey", ls=":", lw=1)
-        ax.text(run.steps, level, text + " ", color="grey", fontsize=8, va="bottom", ha="right")
-    axs[0].set_ylim(0, np.log(n_pairs) * 1.15)
-    axs[1].set_ylim(bottom=0)  # a saturated start can begin above the uniform guess
-    titles = ("attention entropy", "loss", "accuracy")
-    ylabels = ("mean entropy (nats)", "loss on the step's batch", "accuracy on the step's batch")
-    for ax, title, ylabel in zip(axs, titles, ylabels, strict=True):
-        ax.set_title(title)
-        ax.set_xlabel("training step")
-        ax.set_ylabel(ylabel)
-    axs[2].set_ylim(0, 1.05)
-    axs[0].legend(fontsize=8, loc="center right")
-    fig.suptitle(
-        f"line: median of {run.entropy.shape[0]} seeds; band: lowest to highest", fontsize=9
-    )
-    return fig
-
-
-# ----------------------------------------------------------------- PyTorch's backends
-
-
-def sdpa_backends(calls: dict) -> dict[str, list[str]]:
-    """Which of PyTorch's SDPA backends can run each call, on this machine (needs torch).
-
-    ``calls``: a name → keyword arguments for ``F.scaled_dot_product_attention``
-    (``query``, ``key``, ``value`` and the options). Each call is tried with one
-    backend allowed at a time (``torch.nn.attention.sdpa_kernel``); the answer lists
-    those that ran. The warnings PyTorch gives about a backend it cannot use are
-    silenced: a refusal is recorded as a missing name.
-
-    Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    import warnings
-
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    names = ("MATH", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION")
-    found: dict[str, list[str]] = {}
-    for label, kwargs in calls.items():
-        found[label] = []
-        for name in names:
-            backend = getattr(SDPBackend, name, None)
-            if backend is None:
-                continue
-            try:
-                with warnings.catch_warnings(), sdpa_kernel(backend):
-                    warnings.simplefilter("ignore")
-                    F.scaled_dot_product_attention(**kwargs)
-            except RuntimeError:
-                continue
-            found[label].append(name.lower())
-    return found

@@ -1,8 +1,10 @@
 """Experiments and figures for the lesson on heads, masks and patterns.
 
-What is here: constructions of queries and keys that give the classic attention
-patterns; padding masks and their combination with the causal mask; dropout on
-the weights; and the size of a key/value cache. The figure functions only draw
+What is here: figures of multi-head attention (the split into heads, each head's
+weights, the merge), of which key/value head each query head reads, and of what one
+head loses against two; constructions of queries and keys that give the classic
+attention patterns; padding masks and their combination with the causal mask;
+dropout on the weights; and the size of a key/value cache. The figure functions only draw
 numbers the notebook computed in the cell that calls them.
 
 Lesson: ``notebooks/06_heads_and_masks.ipynb``.
@@ -19,10 +21,10 @@ from ..softmax import entropy, softmax
 
 # ----------------------------------------------------------------------------- patterns
 
-PATTERNS = ("local", "vertical", "horizontal", "block", "global")
+PATTERNS = ("local", "vertical", "previous-token", "block", "global")
 SHARPNESS = 4.0  # β: how much higher a preferred key scores than the others
 SEGMENT = 4  # tokens per segment of the block pattern
-WIDE_QUERY = 5  # the query that attends uniformly in the horizontal pattern
+WIDE_QUERY = 5  # the query that attends uniformly in the previous-token pattern (its broad row)
 GLOBAL_TOKEN = 0  # the token that sees and is seen by every token in the global pattern
 N_FREQUENCIES = 4
 
@@ -48,9 +50,10 @@ def pattern_qk(name: str, n: int = 12) -> tuple[np.ndarray, np.ndarray]:
     - ``local``: Q = K = sinusoidal position codes; the score falls with |i − j|.
     - ``vertical``: every query is the same direction u, and only key 0 has it
       (an "attention sink" on the first token): a column.
-    - ``horizontal``: each query looks one token back (one-hot codes, query i equal
-      to key i − 1), except query ``WIDE_QUERY``, which is zero and so spreads its
-      weight evenly over the whole sequence: a row.
+    - ``previous-token`` (with one broad row): each query looks one token back
+      (one-hot codes, ``q_i = e_{i−1}``, and ``q_0 = e_0`` since token 0 has no
+      token before it), except query ``WIDE_QUERY``, which is zero and so spreads
+      its weight evenly over the whole sequence: a broad row.
     - ``block``: one-hot of the segment (``SEGMENT`` tokens each): uniform
       within a segment, almost nothing outside.
     - ``global`` (as in Longformer and BigBird): the local pattern, plus one global
@@ -67,7 +70,7 @@ def pattern_qk(name: str, n: int = 12) -> tuple[np.ndarray, np.ndarray]:
         return P, P
     if name == "vertical":
         return np.ones((n, 1)), (pos == 0).astype(float)[:, None]
-    if name == "horizontal":
+    if name == "previous-token":
         onehot = np.eye(n)
         previous = onehot[np.maximum(pos - 1, 0)]  # query i = key i - 1
         return previous * (pos != WIDE_QUERY)[:, None], onehot
@@ -106,12 +109,15 @@ def row_entropy(W) -> np.ndarray:
     return entropy(np.asarray(W, dtype=float))
 
 
-def plot_patterns(weights: dict, suptitle: str = ""):
+def plot_patterns(weights: dict, suptitle: str = "", broad_rows: dict | None = None):
     """The weight matrices of several patterns side by side, on one 0..1 colour scale.
 
+    ``broad_rows``: panel title → a row to outline and label with its (uniform) weight,
+    so that a row spread thin over all n keys, 1/n each, still shows on the 0..1 scale.
     Shapes: each value of ``weights`` is ``(n, n)``; the keys are the panel titles.
     Lesson: ``notebooks/06_heads_and_masks.ipynb``.
     """
+    broad_rows = broad_rows or {}
     fig, axs = plt.subplots(
         1, len(weights), figsize=(2.6 * len(weights) + 0.6, 3.2), layout="constrained"
     )
@@ -128,8 +134,152 @@ def plot_patterns(weights: dict, suptitle: str = ""):
             ax.set_ylabel("")
         if heat.colorbar is not None:
             heat.colorbar.set_label("weight")
+        if title in broad_rows:
+            row = broad_rows[title]
+            ax.add_patch(
+                plt.Rectangle((-0.5, row - 0.5), n_k, 1, fill=False, edgecolor="white", lw=1.5)
+            )
+            ax.text((n_k - 1) / 2, row, f"{np.mean(W[row]):.3f} each", color="white",
+                    ha="center", va="center", fontsize=7)  # fmt: skip
     if suptitle:
         fig.suptitle(suptitle)
+    return fig
+
+
+# ----------------------------------------------------------------------------- heads
+
+
+def plot_heads(Q, weights, merged, suptitle: str = ""):
+    """One sequence through multi-head attention: the split, every head's weights, the merge.
+
+    Left, ``Q = X W_Q`` with a line between the heads' blocks of d_head columns; then
+    the weights ``softmax(Q_h K_hᵀ / √d_head)`` of each head h; right, the heads'
+    outputs side by side (``merge_heads``), each head's block under its own label.
+
+    Shapes: ``Q`` and ``merged`` ``(n, H·d_head)``, ``weights`` ``(H, n, n)``.
+    Lesson: ``notebooks/06_heads_and_masks.ipynb``.
+    """
+    Q, weights, merged = (np.asarray(a, dtype=float) for a in (Q, weights, merged))
+    n_heads, n, _ = weights.shape
+    width = Q.shape[1]
+    d_head = width // n_heads
+    side = min(width / n, 1.8)  # the wide panels, in widths of one head's panel
+    fig, axs = plt.subplots(
+        1,
+        n_heads + 2,
+        figsize=(2.1 * (n_heads + 2 * side) + 0.4, 3.0),
+        layout="constrained",
+        gridspec_kw={"width_ratios": [side, *([1.0] * n_heads), side]},
+    )
+    for ax, M, title in (
+        (axs[0], Q, "Q = X W_Q, split into heads"),
+        (axs[-1], merged, "heads merged"),
+    ):
+        plots.heatmap(M, ax, title=title, xlabel="column", annotate=False, colorbar=False)
+        ax.set_xticks(
+            [h * d_head + (d_head - 1) / 2 for h in range(n_heads)],
+            [f"head {h}" for h in range(n_heads)],
+            fontsize=7,
+        )
+        for h in range(1, n_heads):
+            ax.axvline(h * d_head - 0.5, color="white", lw=2.5)
+        ax.set_ylabel("token")
+    for h in range(n_heads):
+        ax = axs[h + 1]
+        plots.heatmap(
+            weights[h], ax, title=f"head {h} weights", vmin=0.0, vmax=1.0, annotate=False,
+            colorbar=False,
+        )  # fmt: skip
+        ax.set_aspect("equal")
+        if h:
+            ax.set_ylabel("")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def plot_head_groups(n_heads: int, kv_head_counts):
+    """Which key/value head each query head reads, for several numbers of key/value heads.
+
+    Query head h reads key/value head ``h // g`` with ``g = H / H_kv`` (runs of
+    neighbouring query heads share one key/value head, as in Llama and PyTorch's
+    ``enable_gqa``). One panel per H_kv: query heads on top, key/value heads below.
+
+    Shapes: ``n_heads`` H, ``kv_head_counts`` a sequence of divisors of H.
+    Lesson: ``notebooks/06_heads_and_masks.ipynb``.
+    """
+    counts = list(kv_head_counts)
+    fig, axs = plt.subplots(1, len(counts), figsize=(3.0 * len(counts), 2.3), layout="constrained")
+    colours = plt.get_cmap("tab10")
+    for ax, n_kv in zip(np.atleast_1d(axs), counts, strict=True):
+        group = n_heads // n_kv
+        q_x = np.arange(n_heads, dtype=float)
+        kv_x = (np.arange(n_kv) + 0.5) * group - 0.5  # each K/V head under its group
+        for h in range(n_heads):
+            ax.plot([q_x[h], kv_x[h // group]], [1, 0], color=colours(h // group), lw=1.5)
+        ax.scatter(q_x, np.ones(n_heads), s=160, color="white", edgecolor="black", zorder=3)
+        ax.scatter(kv_x, np.zeros(n_kv), s=260, marker="s", zorder=3,
+                   color=[colours(k) for k in range(n_kv)], edgecolor="black")  # fmt: skip
+        for h in range(n_heads):
+            ax.text(q_x[h], 1, str(h), ha="center", va="center", fontsize=8, zorder=4)
+        for k in range(n_kv):
+            ax.text(kv_x[k], 0, str(k), ha="center", va="center", fontsize=8, zorder=4,
+                    color="white")  # fmt: skip
+        kind = "multi-head" if n_kv == n_heads else "multi-query" if n_kv == 1 else "grouped-query"
+        ax.set_title(f"{kind}: H = {n_heads}, H_kv = {n_kv}", fontsize=9)
+        ax.set_xlim(-0.7, n_heads - 0.3)
+        ax.set_ylim(-0.4, 1.4)
+        ax.set_yticks([0, 1], ["K/V heads", "query heads"] if ax is np.atleast_1d(axs)[0] else [])
+        ax.set_xticks([])
+        for side in ("top", "right", "bottom", "left"):
+            ax.spines[side].set_visible(False)
+    return fig
+
+
+def plot_one_vs_two_heads(weights_one, values, one_head, two_heads, previous, first):
+    """One head asked for two keys, against two heads that each take one.
+
+    Left: the weights of the single head whose query asks for both the previous
+    token and the first token: two bright cells per row, about half each. Right,
+    for every query i: the number a of the token before it and the number b of
+    token 0 (what was asked for), the two heads' outputs (head A reads a with the
+    previous-token weights, head B reads b with the first-token weights: one column
+    each), and the single head's two columns, each blended with its one set of
+    weights, so each lands near an average.
+
+    Shapes: ``weights_one`` ``(n, n)``; ``values`` ``(n, 2)`` (columns a and b);
+    ``one_head`` and ``two_heads`` ``(n, 2)``; ``previous``, ``first`` ``(n,)``.
+    Lesson: ``notebooks/06_heads_and_masks.ipynb``.
+    """
+    n = len(values)
+    one_head = np.asarray(one_head).reshape(n, -1)
+    fig, (ax_w, ax_v) = plt.subplots(
+        1, 2, figsize=(9.2, 3.4), layout="constrained", gridspec_kw={"width_ratios": [1.0, 1.5]}
+    )
+    plots.heatmap(
+        weights_one, ax_w, title="one head, asked for both keys", vmin=0, vmax=1, annotate=False
+    )
+    ax_w.set_aspect("equal")
+    ticks = range(0, n, 3)
+    ax_w.set_xticks(ticks, ticks)
+    ax_w.set_yticks(ticks, ticks)
+    i = np.arange(n)
+    ax_v.plot(i, previous, "o", ms=11, mfc="none", color=plots.ACCENT, label="a of token i − 1")
+    ax_v.plot(i, first, "s", ms=11, mfc="none", color=plots.SECOND, label="b of token 0")
+    ax_v.plot(i, two_heads[:, 0], ".", ms=7, color=plots.ACCENT, label="two heads: head A (a)")
+    ax_v.plot(i, two_heads[:, 1], ".", ms=7, color=plots.SECOND, label="two heads: head B (b)")
+    styles = (
+        ("x-", plots.ACCENT, "one head: column a"),
+        ("x--", plots.SECOND, "one head: column b"),
+    )
+    for column, (style, colour, label) in zip(one_head.T, styles, strict=False):
+        ax_v.plot(i, column, style, color=colour, lw=1, alpha=0.7, label=label)
+    ax_v.axhline(0, color="grey", lw=0.5)
+    ax_v.set_xticks(i, i)
+    ax_v.set_xlabel("query i")
+    ax_v.set_ylabel("value / output")
+    ax_v.set_title("what each query gets back")
+    ax_v.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return fig
 
 

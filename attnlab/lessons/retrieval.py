@@ -140,13 +140,17 @@ def describe(batch: Batch, index: int = 0) -> str:
 # ------------------------------------------------------------------ model
 
 
-def init_params(task: Task, d_k: int, seeds=SEEDS, d_v: int = 32) -> dict[str, np.ndarray]:
+def init_params(
+    task: Task, d_k: int, seeds=SEEDS, d_v: int = 32, gain: float = 1.0
+) -> dict[str, np.ndarray]:
     """Initial parameters of one model per seed, stacked along a leading model axis.
 
-    Every matrix W ``(d_in, d_out)`` has N(0, 1/d_in) entries, so that ``x W`` has
-    entries of variance ≈ 1 when x has (a sum of d_in terms of variance 1/d_in each).
-    The queries and keys therefore start like the random vectors of lesson 02, and the
-    raw scores ``q · k`` have variance ≈ d_k. b starts at 0.
+    Every matrix W ``(d_in, d_out)`` has N(0, gain²/d_in) entries. With the default
+    gain 1 (variance-preserving, LeCun), ``x W`` has entries of variance ≈ 1 when x has
+    (a sum of d_in terms of variance 1/d_in each): the queries and keys start like the
+    random vectors of lesson 02, and the raw scores ``q · k`` have variance ≈ d_k.
+    ``gain = 1/√3`` gives the variance of PyTorch's ``nn.Linear`` default, 1/(3 d_in).
+    b starts at 0.
 
     Shapes: ``W_Q``, ``W_K`` ``(M, d_model, d_k)``, ``W_V`` ``(M, d_model, d_v)``,
     ``W_O`` ``(M, d_v, n_values)``, ``b`` ``(M, n_values)`` with M = len(seeds).
@@ -162,7 +166,10 @@ def init_params(task: Task, d_k: int, seeds=SEEDS, d_v: int = 32) -> dict[str, n
     per_seed = []
     for seed in seeds:
         rng = np.random.default_rng([seed, 1])
-        p = {name: rng.standard_normal(shape) / np.sqrt(shape[0]) for name, shape in shapes.items()}
+        p = {
+            name: gain * rng.standard_normal(shape) / np.sqrt(shape[0])
+            for name, shape in shapes.items()
+        }
         p["b"] = np.zeros(task.n_values)
         per_seed.append(p)
     return {name: np.stack([p[name] for p in per_seed]) for name in PARAMETERS}

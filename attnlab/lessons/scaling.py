@@ -63,17 +63,42 @@ def random_score_rows(
     return S
 
 
+def score_rows(d_k: int, n_keys: int = 16, n_rows: int = 400, seed: int = 0):
+    """Raw score rows with the distribution of :func:`random_score_rows`, drawn cheaply.
+
+    Given q, the scores q · k_j with independent keys of N(0, 1) entries are independent
+    N(0, |q|²), and |q|² is χ² with d_k degrees of freedom. So each row is
+    ``√(χ²_{d_k}) · z`` with one z ~ N(0, 1) per key: exact, and no d_k-long vectors.
+
+    Shapes: → ``(n_rows, n_keys)``.
+
+    Lesson: ``notebooks/03_scaling.ipynb``.
+    """
+    rng = np.random.default_rng(seed)
+    norms = np.sqrt(rng.chisquare(d_k, size=(n_rows, 1)))
+    return norms * rng.standard_normal((n_rows, n_keys))
+
+
 def largest_jacobian_entry(p) -> np.ndarray:
     """The largest |entry| of the softmax Jacobian ``J = diag(p) − p pᵀ`` of each row of p.
 
     It measures how strongly the weights react to a small change of the scores:
-    near 0, the gradient flowing back through this softmax is near 0 too.
+    near 0, the gradient flowing back through this softmax is near 0 too. This version
+    builds J; Section 7 of the lesson derives J and shows which entry is the largest,
+    and its exercise computes that entry without building J.
 
     Shapes: ``p (..., n)`` → ``(...)``.
 
-    Lesson: ``notebooks/03_scaling.ipynb`` (the Jacobian is derived in lesson 04).
+    Lesson: ``notebooks/03_scaling.ipynb``.
     """
     return np.abs(softmax_jacobian(p)).max(axis=(-2, -1))
+
+
+def _top_entry(p) -> np.ndarray:
+    """:func:`largest_jacobian_entry` without building J: p_max (1 − p_max), as Section 7
+    of the lesson proves. Much faster for many rows."""
+    p_max = np.asarray(p).max(axis=-1)
+    return p_max * (1 - p_max)
 
 
 def gap_sweep(gaps, n_keys: int = 16):
@@ -101,7 +126,7 @@ class Saturation:
     ``J = diag(p) − p pᵀ`` is the derivative of the weights with respect to the softmax's
     own input: the raw scores s for the raw rows, s / √d_k for the scaled ones.
     ``jacobian_scaled_wrt_raw`` is the scaled rows' derivative with respect to the raw
-    scores s = q · k, which W_Q and W_K produce: by the chain rule, J / √d_k.
+    scores s = q · k: their softmax sees s / √d_k, so by the chain rule it is J / √d_k.
     """
 
     d_ks: np.ndarray
@@ -136,10 +161,10 @@ class Saturation:
         return {name: float(getattr(self, name)[i]) for name in names}
 
 
-def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 400, seed: int = 3):
+def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 20_000, seed: int = 3):
     """Measure how far softmax saturates on random score rows, raw and scaled, per d_k.
 
-    For each d_k: ``n_rows`` rows from :func:`random_score_rows`, then softmax of S
+    For each d_k: ``n_rows`` rows from :func:`score_rows`, then softmax of S
     (raw) and of S / √d_k (scaled). Returns a :class:`Saturation`.
 
     Lesson: ``notebooks/03_scaling.ipynb``.
@@ -147,7 +172,7 @@ def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 400, seed: in
     d_ks = np.asarray(d_ks, dtype=int)
     stats: dict[str, list[float]] = {k: [] for k in ("std", "mr", "ms", "hr", "hs", "jr", "js")}
     for i, d_k in enumerate(d_ks):
-        S = random_score_rows(int(d_k), n_keys, n_rows, seed=seed + i)
+        S = score_rows(int(d_k), n_keys, n_rows, seed=seed + i)
         raw, scaled = softmax(S), softmax(S / np.sqrt(d_k))
         stats["std"].append(S.std())
         stats["mr"].append(raw.max(axis=-1).mean())
@@ -156,8 +181,8 @@ def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 400, seed: in
         stats["hs"].append(entropy(scaled).mean())
         # The median: a typical row. A few rows with two near-equal top scores keep a
         # large Jacobian and would dominate a mean.
-        stats["jr"].append(np.median(largest_jacobian_entry(raw)))
-        stats["js"].append(np.median(largest_jacobian_entry(scaled)))
+        stats["jr"].append(np.median(_top_entry(raw)))
+        stats["js"].append(np.median(_top_entry(scaled)))
     a = {k: np.array(v) for k, v in stats.items()}
     return Saturation(
         d_ks, n_keys, n_rows, a["std"], a["mr"], a["ms"], a["hr"], a["hs"], a["jr"], a["js"]
@@ -228,16 +253,13 @@ def mean_entropy_by_exponent(
     """Mean entropy (nats) of ``softmax(s / d_k^α)`` over random score rows, for each α.
 
     The rows are q · k_j with every entry N(0, 1), drawn exactly and cheaply for any
-    d_k: given q, the scores q · k_j are independent N(0, |q|²), and |q|² is χ² with d_k
-    degrees of freedom. So ``s = √(χ²_{d_k}) · z`` with z ~ N(0, 1) per key.
+    d_k by :func:`score_rows`.
 
     Shapes: ``alphas (m,)`` → ``(m,)``.
 
     Lesson: ``notebooks/03_scaling.ipynb`` (the panel of its widget).
     """
-    rng = np.random.default_rng(seed)
-    norms = np.sqrt(rng.chisquare(d_k, size=(n_rows, 1)))
-    S = norms * rng.standard_normal((n_rows, n_keys))
+    S = score_rows(d_k, n_keys, n_rows, seed)
     alphas = np.asarray(alphas, dtype=float)
     divisors = float(d_k) ** alphas
     return entropy(softmax(S[None, :, :] / divisors[:, None, None])).mean(axis=-1)
@@ -323,7 +345,7 @@ def plot_saturation(sat: Saturation):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("$d_k$ (log scale)")
         ax.legend(fontsize=8, loc="center right")
-    fig.suptitle(f"{sat.n_rows} random score rows of {sat.n_keys} keys for each $d_k$")
+    fig.suptitle(f"{sat.n_rows:,} random score rows of {sat.n_keys} keys for each $d_k$")
     return fig
 
 
@@ -426,7 +448,7 @@ def divisor_for_variance(
     rule Var(cX) = c² Var(X)), so τ = σ_q σ_k √(d_k / target_variance).
 
     Shapes: numbers → a float.
-    Lesson: ``notebooks/03_scaling.ipynb`` (the course's answer to its exercise).
+    Lesson: ``notebooks/03_scaling.ipynb``, Section 4 ("What divisor for other initialisations?").
     """
     return float(sigma_q * sigma_k * np.sqrt(d_k / target_variance))
 

@@ -124,10 +124,11 @@ def jacobian_pair(jacobians, titles, fmt="{:.3f}"):
             fmt=fmt,
             colorbar=k == len(jacobians) - 1,
         )
-        # A tiny negative entry would read "-0.000"; written as zero, it says what it is.
-        for text in heat.texts:
+        # An entry too small for ``fmt`` would read "0.000" (or "-0.000"): written in
+        # scientific notation it says how small it is; an exact zero stays "0.000".
+        for text, value in zip(heat.texts, np.asarray(J, dtype=float).ravel(), strict=True):
             if float(text.get_text()) == 0:
-                text.set_text(fmt.format(0.0))
+                text.set_text(fmt.format(0.0) if value == 0 else f"{value:.0e}")
     return fig
 
 
@@ -211,13 +212,16 @@ def temperature_gradient_plot(taus, norm_J, norm_grad, marks=()):
     return fig
 
 
-def query_gradient_norms(d_ks, n_keys, n_samples, rng, scaled=True):
+def query_gradient_norms(d_ks, n_keys, n_samples, rng, scaled=True, per_coordinate=False):
     """``‖∂p/∂q‖`` for one random query against ``n_keys`` random keys, ``n_samples`` times.
 
     Formula: the scores are ``x_j = q · k_j``, divided by ``τ = √d_k`` (``scaled``) or by
     ``τ = 1``; ``p = softmax(x / τ)``. Since ``∂x_j/∂q = k_j``, the chain rule gives
     ``∂p/∂q = (J / τ) K``, with ``J = diag(p) - p pᵀ``. The norm is Frobenius. The entries
     of q and of the keys are independent standard normal, a fresh draw for every sample.
+    With ``per_coordinate``, each sample gives instead the median over the d_k coordinates
+    c of ``‖∂p/∂q_c‖ = ‖(J / τ) K[:, c]‖``, the gradient of the weights with respect to one
+    coordinate of q.
 
     Shapes: ``d_ks`` (m,) → array (m, n_samples), one row of norms per d_k.
     Lesson: ``notebooks/04_softmax.ipynb`` (temperature).
@@ -232,7 +236,10 @@ def query_gradient_norms(d_ks, n_keys, n_samples, rng, scaled=True):
         p = e / e.sum(axis=-1, keepdims=True)
         J = p[:, :, None] * (np.eye(n_keys) - p[:, None, :])  # (n_samples, n_keys, n_keys)
         grad = J @ K / tau  # ∂p/∂q: (n_samples, n_keys, d_k)
-        out[row] = np.linalg.norm(grad, axis=(-2, -1))
+        if per_coordinate:
+            out[row] = np.median(np.linalg.norm(grad, axis=-2), axis=-1)  # over coordinates c
+        else:
+            out[row] = np.linalg.norm(grad, axis=(-2, -1))
     return out
 
 
@@ -263,13 +270,14 @@ def largest_weight_bound(g, n):
     return 1.0 / (1.0 + (n - 1) * np.exp(-2.0 * np.asarray(g, float)))
 
 
-def query_scaling_plot(cs, plain_max, qk_max, gs, measured_max, bound, g_used):
+def query_scaling_plot(cs, plain_max, qk_max, gs, measured_max, bound, g_used, measured_label=None):
     """Two panels: a query scaled by c (plain scores vs QK-norm), and QK-norm's bound in g.
 
     Left: the largest weight of one query's row when the query is multiplied by c (log x),
     with plain scaled dot products and with QK-norm at scale ``g_used``. Right: the
     largest weight measured over many random queries at each g, under the bound
-    ``1 / (1 + (n-1) e^{-2g})``.
+    ``1 / (1 + (n-1) e^{-2g})``; ``measured_label`` names those points (what the maximum
+    runs over), by default "largest weight measured".
     Shapes: ``cs``, ``plain_max``, ``qk_max`` 1-D of one length; ``gs``, ``measured_max``,
     ``bound`` 1-D of another.
     Lesson: ``notebooks/04_softmax.ipynb`` (query-dependent scaling).
@@ -284,7 +292,8 @@ def query_scaling_plot(cs, plain_max, qk_max, gs, measured_max, bound, g_used):
     ax_c.set_title("Scaling q is a temperature τ/c for its row")
     ax_c.legend(fontsize=8, loc="upper left")
     ax_g.plot(gs, bound, color="grey", lw=1.5, label=r"bound $1/(1+(n-1)e^{-2g})$")
-    ax_g.plot(gs, measured_max, "o", color=plots.SECOND, ms=4, label="largest weight measured")
+    label = measured_label or "largest weight measured"
+    ax_g.plot(gs, measured_max, "o", color=plots.SECOND, ms=4, label=label)
     ax_g.set_ylim(0, 1.05)
     ax_g.set_xlabel("g, the learned scale of QK-norm")
     ax_g.set_ylabel("largest weight")

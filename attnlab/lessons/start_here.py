@@ -142,9 +142,8 @@ def environment_report() -> list[str]:
         if label == "jupyterlab" and version is None:
             lab_here = False
             lines.append(
-                f"{NOTE} jupyterlab is not installed in this kernel's environment: "
-                "fine if you started JupyterLab from another one (Binder does this "
-                "for you; locally, `make lab` uses the course environment)."
+                f"{NOTE} jupyterlab is not installed in this kernel's environment: fine "
+                "in JupyterLite, and wherever JupyterLab was started from another environment."
             )
             continue
         line, ok = _requirement_line(label, version, minimum)
@@ -174,6 +173,8 @@ def extension_line(lab_here: bool = True) -> tuple[str, bool]:
     what = f"{EXTENSION} ({EXTENSION_MAJOR}.x needed: the JupyterLab extension that draws widgets)"
     version = installed_version(EXTENSION, EXTENSION) if importable(EXTENSION) else None
     if version is None:
+        if sys.platform == "emscripten":  # JupyterLite: the site itself ships the extension
+            return f"{OK} {EXTENSION}: part of this JupyterLite site, nothing to install.", True
         if not lab_here:
             return (
                 f"{NOTE} {EXTENSION} cannot be checked from this kernel. Make sure the "

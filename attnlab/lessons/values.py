@@ -1,8 +1,10 @@
-"""Figures and small tools for the ·V lesson: convex hulls and labelled stage heatmaps.
+"""Figures and small tools for the ·V lesson: convex hulls, stacked layers, stage heatmaps.
 
 The attention output ``z_i = Σ_j A_ij v_j`` has weights ``A_ij ≥ 0`` that sum
 to 1, so it is a convex combination of the value rows. ``convex_hull`` and
-``inside_hull`` let the lesson check that in 2-D; the figure functions only
+``inside_hull`` let the lesson check that in 2-D, ``scores_for`` finds scores that
+reach a given point of the hull, and ``stacked_attention`` with ``relative_spread``
+shows layers of averages pulling the points together; the figure functions only
 draw numbers that the notebook computed in the cell that calls them. Matplotlib is
 imported only by the figure functions, so that the checker can grade ``output_change``
 against this module with NumPy alone.
@@ -268,4 +270,107 @@ def matrices_row(
             )
         if col_labels.get(title) is not None and max(map(len, col_labels[title])) > 4:
             ax.tick_params(axis="x", labelrotation=30)
+    return fig
+
+
+def scores_for(V, z) -> np.ndarray:
+    """Scores whose softmax weights mix the value rows into exactly the point ``z``.
+
+    Formula: the barycentric weights w solve Σ_j w_j v_j = z and Σ_j w_j = 1, one
+    linear system of d_v + 1 equations in n = d_v + 1 unknowns; z strictly inside the
+    simplex of the rows makes every w_j > 0, and ``s = log w`` gives softmax(s) = w,
+    so softmax(s) V = z. Any constant added to s gives the same weights.
+
+    Shapes: ``V`` (d_v + 1, d_v), e.g. a triangle (3, 2); ``z`` (d_v,) → (d_v + 1,).
+    Lesson: ``notebooks/05_values.ipynb`` (the course's answer to its exercise).
+    """
+    V = np.asarray(V, dtype=float)
+    z = np.asarray(z, dtype=float)
+    if V.ndim != 2 or V.shape[0] != V.shape[1] + 1:
+        raise ValueError(f"V must have d_v + 1 rows of d_v values, e.g. (3, 2); got {V.shape}.")
+    if z.shape != (V.shape[1],):
+        raise ValueError(f"z must be one point of shape ({V.shape[1]},), got {z.shape}.")
+    system = np.vstack([V.T, np.ones(len(V))])  # (d_v + 1, n): Σ w_j v_j = z and Σ w_j = 1
+    w = np.linalg.solve(system, np.append(z, 1.0))
+    if not np.all(w > 0):
+        raise ValueError("z must lie strictly inside the hull of the rows of V.")
+    return np.log(w)
+
+
+def stacked_attention(Z, layers: int, *, residual: bool = False) -> list[np.ndarray]:
+    """Self-attention applied ``layers`` times with Q = K = V = Z, and no learned weights.
+
+    Formula: Z ← softmax(Z Zᵀ / √d) Z, or Z ← Z + softmax(Z Zᵀ / √d) Z with the
+    residual connection. Without it, each layer's points are weighted averages of the
+    previous layer's, so they stay in its hull and are pulled together.
+
+    Shapes: ``Z`` (n, d) → a list of ``layers + 1`` arrays (n, d), the input first.
+    Lesson: ``notebooks/05_values.ipynb``.
+    """
+    from ..attention import attention
+
+    Z = np.asarray(Z, dtype=float)
+    out = [Z]
+    for _ in range(layers):
+        mixed = attention(Z, Z, Z)
+        Z = Z + mixed if residual else mixed
+        out.append(Z)
+    return out
+
+
+def relative_spread(Z) -> float:
+    """How spread out the rows of Z are, relative to their size: ‖Z − 1 z̄ᵀ‖_F / ‖Z‖_F.
+
+    z̄ is the mean row. 0 means every row is the same point; the ratio does not change
+    when Z is scaled, so layers that grow the points (the residual) compare fairly.
+
+    Shapes: ``Z`` (n, d) → a number in [0, 1]. Lesson: ``notebooks/05_values.ipynb``.
+    """
+    Z = np.asarray(Z, dtype=float)
+    size = float(np.linalg.norm(Z))
+    return float(np.linalg.norm(Z - Z.mean(axis=0)) / size) if size else 0.0
+
+
+def collapse_picture(runs: dict, figsize=(11, 5.2)):
+    """Points per layer: one row per run, one column per layer, each layer's hull drawn.
+
+    ``runs``: {row title: list of (n, 2) arrays, layer 0 first}, e.g. from
+    :func:`stacked_attention`. Each panel shows that layer's points (one colour per
+    token; axes feature 0 and feature 1) and, dashed, the
+    hull of the layer before; its title gives the layer's :func:`relative_spread` as a
+    fraction of layer 0's. Each panel has its own scale: the residual makes the
+    points grow, and what matters is their shape. Returns the figure.
+
+    Lesson: ``notebooks/05_values.ipynb``.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Polygon
+
+    ncols = max(len(layers) for layers in runs.values())
+    fig, axs = plt.subplots(len(runs), ncols, figsize=figsize, layout="constrained", squeeze=False)
+    colours = [f"C{k % 10}" for k in range(max(len(layers[0]) for layers in runs.values()))]
+    for row, (title, layers) in zip(axs, runs.items(), strict=True):
+        for k, ax in enumerate(row):
+            if k >= len(layers):
+                ax.set_visible(False)
+                continue
+            Z = np.asarray(layers[k], dtype=float)
+            if k > 0:
+                before = convex_hull(layers[k - 1])
+                if len(before) >= 3:
+                    ax.add_patch(Polygon(before, closed=True, fill=False, ls="--", ec="0.5", lw=1))
+            ax.scatter(Z[:, 0], Z[:, 1], s=36, c=colours[: len(Z)], zorder=3)
+            everything = np.vstack([Z, layers[k - 1]]) if k > 0 else Z
+            centre = (everything.max(axis=0) + everything.min(axis=0)) / 2
+            half = 0.6 * float(np.ptp(everything, axis=0).max() or 1.0)
+            ax.set_xlim(centre[0] - half, centre[0] + half)
+            ax.set_ylim(centre[1] - half, centre[1] + half)
+            ax.set_aspect("equal")
+            ax.tick_params(labelsize=7)
+            spread = relative_spread(Z) / relative_spread(layers[0])
+            shown = f"{spread:.2g}" if spread >= 1e-3 else "< 0.001"
+            ax.set_title(f"layer {k}: spread {shown}" if k else "layer 0: the input", fontsize=9)
+        row[0].set_ylabel(f"{title}\nfeature 1", fontsize=9)
+    for ax in axs[-1]:
+        ax.set_xlabel("feature 0", fontsize=8)
     return fig

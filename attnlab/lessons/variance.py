@@ -21,7 +21,7 @@ DISTRIBUTIONS = ("normal", "uniform", "rademacher")
 DISTRIBUTION_LABELS = {
     "normal": "normal N(0, 1)",
     "uniform": "uniform on [-√3, √3]",
-    "rademacher": "±1 with equal chance",
+    "rademacher": "±1 (Rademacher), equal chance",
 }
 
 # About this many numbers are drawn at once (8 MB of float64 per matrix), so that
@@ -171,6 +171,62 @@ def share_of_dominated_rows(
     K = rng.standard_normal((int(n_keys), int(d_k)))
     scores = Q @ K.T / (np.sqrt(d_k) if scale else 1.0)
     return saturated_share(softmax(scores), above)
+
+
+def largest_softmax_weights(
+    d_k: int, n_keys: int, n_rows: int, rng: np.random.Generator, dist: str = "normal"
+) -> tuple[np.ndarray, np.ndarray]:
+    """The largest softmax weight in each of ``n_rows`` rows, for raw and for scaled scores.
+
+    Formula: ``n_rows`` queries and ``n_keys`` keys with independent entries drawn by
+    :func:`unit_components` (mean 0, variance 1); row i is ``softmax(q_i·k_j)`` over the
+    keys j, or ``softmax(q_i·k_j / √d_k)`` for the scaled scores, and its largest weight
+    is 1 when one key takes everything and ``1 / n_keys`` when the weight is spread evenly.
+
+    Shapes: Q ``(n_rows, d_k)``, K ``(n_keys, d_k)``; returns two float64 arrays of shape
+    ``(n_rows,)``: raw, then scaled.
+
+    Lesson: ``notebooks/02_variance.ipynb`` (the readout of the widget ``variance_explorer``).
+    """
+    from ..softmax import softmax
+
+    Q = unit_components((int(n_rows), int(d_k)), rng, dist)
+    K = unit_components((int(n_keys), int(d_k)), rng, dist)
+    raw = Q @ K.T
+    return softmax(raw).max(axis=-1), softmax(raw / np.sqrt(d_k)).max(axis=-1)
+
+
+def shared_matrix_scores(
+    d_k: int, n_rows: int, rng: np.random.Generator, n_keys: int = 256
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scaled scores when queries and keys come from one shared matrix, W_Q = W_K.
+
+    Formula: then a token's key is its own query, so its self-score is q·q = ‖q‖², whose
+    mean is d_k; scaled, ``own = ‖q‖² / √d_k`` has mean √d_k. A score against another
+    token's key behaves like one against an independent key, ``other = q·k / √d_k``
+    (mean 0, variance 1). ``weight`` is the softmax weight each query gives itself in a
+    row with ``n_keys − 1`` independent keys: e^own / (e^own + Σ_j e^other_j).
+    Entries of q and k are independent N(0, 1).
+
+    Shapes: Q ``(n_rows, d_k)``, the other keys ``(n_keys − 1, d_k)``; returns ``own`` and
+    ``weight`` of shape ``(n_rows,)`` and ``other`` of shape ``(n_rows, n_keys − 1)``.
+
+    Lesson: ``notebooks/02_variance.ipynb`` (where the argument stops applying).
+    """
+    from ..softmax import softmax
+
+    d_k, n_rows, n_keys = int(d_k), int(n_rows), int(n_keys)
+    if d_k < 1 or n_rows < 1 or n_keys < 2:
+        raise ValueError(
+            f"d_k and n_rows must be at least 1 and n_keys at least 2, got d_k={d_k}, "
+            f"n_rows={n_rows} and n_keys={n_keys}."
+        )
+    Q = rng.standard_normal((n_rows, d_k))
+    K = rng.standard_normal((n_keys - 1, d_k))
+    own = np.einsum("ij,ij->i", Q, Q) / np.sqrt(d_k)
+    other = Q @ K.T / np.sqrt(d_k)
+    weight = softmax(np.concatenate([own[:, None], other], axis=1))[:, 0]
+    return own, other, weight
 
 
 def excess_kurtosis(samples: ArrayLike) -> float:

@@ -23,6 +23,7 @@ FACTORIES = {
     "softmax_explorer": "softmax",
     "qkv_explorer": "values",
     "pattern_gallery": "heads_and_masks",
+    "mask_builder": "heads_and_masks",
     "online_softmax_stepper": "cost_and_tiling",
     "initial_attention": "ablation",
     "ablation_curves": "ablation",

@@ -2,8 +2,9 @@
 
 ``dot_product_explorer()`` draws a query q and a key k in the plane. Sliders
 set the angle θ between them and their lengths; the plot on the right traces
-q·k = ‖q‖‖k‖ cos θ against θ, so the learner sees the dot product fall to 0 at
-90°, turn negative past it, and grow with either length.
+q·k = ‖q‖‖k‖ cos θ against θ between the dashed lines ±‖q‖‖k‖ (the best and the
+worst key of these lengths), so the learner sees the dot product fall to 0 at 90°,
+turn negative past it, and grow with either length.
 """
 
 from __future__ import annotations
@@ -140,6 +141,10 @@ class DotProductExplorer(CourseWidget):
         ax_c.set_title("q·k = ‖q‖ ‖k‖ cos θ")
         ax_c.set_xlabel("angle θ between q and k (degrees)")
         ax_c.set_ylabel("q·k")
+        # ±‖q‖‖k‖: the most and the least any key of this length can score (θ = 0°, 180°).
+        (self.envelope,) = ax_c.plot(
+            [], [], color="0.45", linestyle="--", linewidth=1, label="±‖q‖ ‖k‖: best, worst"
+        )
         (self.curve,) = ax_c.plot([], [], color=plots.ACCENT, linewidth=1.5)
         (self.point,) = ax_c.plot(
             [], [], marker="o", markersize=8, color=plots.SECOND, linestyle="none"
@@ -154,7 +159,9 @@ class DotProductExplorer(CourseWidget):
             fontsize=9,
             bbox={"facecolor": "white", "edgecolor": "0.8", "alpha": 0.9},
         )
+        ax_c.legend(loc="lower left", fontsize=7, frameon=False)
         return [
+            self.envelope,
             self.shadow,
             self.drop,
             self.arc,
@@ -193,6 +200,10 @@ class DotProductExplorer(CourseWidget):
         lengths = q_length * k_length
         cos = float(np.cos(np.radians(angle)))
         self.curve.set_data(_THETAS, lengths * np.cos(np.radians(_THETAS)))
+        # One line drawn twice, the NaN lifting the pen between +‖q‖‖k‖ and -‖q‖‖k‖.
+        self.envelope.set_data(
+            [0, 180, np.nan, 0, 180], [lengths, lengths, np.nan, -lengths, -lengths]
+        )
         self.point.set_data([angle], [dot])
         # At 90° the dot product is a rounding error away from 0, on either side: show 0.00,
         # never -0.00, whatever the CPU's last bits.

@@ -1,12 +1,13 @@
-"""Two widgets of lesson 09.
+"""Two widgets of the attention family: the reach explorer of lesson 09 and the family
+explorer of lesson 10.
 
-**Reach explorer**: a sparse mask (local window, blocks, or a window with a global
+**Reach explorer** (lesson 09): a sparse mask (local window, blocks, or a window with a global
 token) stacked over layers. After ``L`` layers token ``j`` can have reached token ``i``
 when ``(M^L)_ij > 0`` (see ``attnlab.lessons.family.reach``): the view shows the mask,
 that reach, and the number of layers after which every token has heard from every other.
 
-**Family explorer**: one set of queries and keys, mixed by softmax or by linear attention,
-with an ALiBi slope, a local window and a sharpness to move.
+**Family explorer** (lesson 10): one set of queries and keys, mixed by softmax or by linear
+attention, with an ALiBi slope, a local window and a sharpness to move.
 
 Formula: with ``s_ij = c · q_i·k_j / √d`` (c the sharpness), the softmax weights are
 ``softmax_j(s_ij − m |i − j|)`` over the keys inside the window ``|i − j| ≤ w``. The
@@ -16,7 +17,7 @@ the softmax's added bias ``−m |i − j|`` written as a product (it needs the n
 matrix again, which is why real linear-attention models build their position
 information differently). Next to the weights, each row's entropy.
 
-Lesson: ``notebooks/09_attention_family.ipynb``.
+Lessons: ``notebooks/09_attention_family.ipynb``, ``notebooks/10_in_practice.ipynb``.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def family_weights(
 ) -> np.ndarray:
     """The explorer's weights for these settings (see the module docstring); ``(n, n)``.
 
-    Lesson: ``notebooks/09_attention_family.ipynb``.
+    Lesson: ``notebooks/10_in_practice.ipynb``.
     """
     n, d = Q.shape
     i = np.arange(n)
@@ -198,7 +199,7 @@ def family_explorer(Q: Any = None, K: Any = None) -> FamilyExplorer:
     m), ``"window"`` (w; w = n − 1 keeps every key), ``"sharpness"`` (c, multiplying
     the queries).
 
-    Lesson: ``notebooks/09_attention_family.ipynb``.
+    Lesson: ``notebooks/10_in_practice.ipynb``.
     """
     if (Q is None) != (K is None):
         missing = "K" if K is None else "Q"

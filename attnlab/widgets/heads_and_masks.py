@@ -1,9 +1,14 @@
-"""Pattern gallery: five constructed attention patterns (and yours) under a temperature slider.
+"""Lesson 06's widgets: a mask builder for a padded batch, and a gallery of attention patterns.
 
-Formula: weights ``W = softmax(β Q Kᵀ / τ)`` with β = 4 and the temperature τ
-from the slider; next to them, the entropy of each row, ``-Σ_j W_ij log W_ij``,
-from 0 (one key) to log n (uniform). The constructions of Q and K are those of
-``attnlab.lessons.heads_and_masks.pattern_qk``.
+``mask_builder``: a batch of three sequences of chosen lengths, padded to n tokens
+at the end or at the start; the mask of each sequence (padding AND causal, or
+either alone, or neither) and the weights ``softmax(Q Kᵀ/√d_k)`` that one head gives the
+chosen sequence under its mask.
+
+``pattern_gallery``: weights ``W = softmax(β Q Kᵀ / τ)`` with β = 4 and the
+temperature τ from the slider; next to them, the entropy of each row,
+``-Σ_j W_ij log W_ij``, from 0 (one key) to log n (uniform). The constructions of
+Q and K are those of ``attnlab.lessons.heads_and_masks.pattern_qk``.
 
 Lesson: ``notebooks/06_heads_and_masks.ipynb``.
 """
@@ -17,7 +22,9 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import plots
+from ..attention import attention
 from ..lessons.heads_and_masks import GLOBAL_TOKEN, PATTERNS, SHARPNESS, WIDE_QUERY, pattern_qk
+from ..masks import causal_mask
 from ..softmax import entropy, softmax
 from ._base import CourseWidget
 from ._check import learner_array, whole_number
@@ -33,9 +40,9 @@ DESCRIPTIONS = {
     "distance i − j and is largest at 0, so each query looks at its neighbours.",
     "vertical": "Every query is the same direction u, and only key 0 has it: every row "
     "puts its weight on the first token (an attention sink).",
-    "horizontal": f"Each query looks one token back (query i is key i − 1's one-hot code), "
-    f"except query {WIDE_QUERY}, which is the zero vector: all its scores are 0, so its row "
-    f"spreads evenly over the sequence.",
+    "previous-token": f"Each query looks one token back (query i is key i − 1's one-hot "
+    f"code; query 0, with no token before it, is key 0's), except query {WIDE_QUERY}, which "
+    f"is the zero vector: all its scores are 0, so its row spreads evenly over the sequence.",
     "block": "One-hot of the segment (4 tokens each): a query scores its own segment's "
     "keys high and all of them equally.",
     "global": f"The local pattern plus one global token, {GLOBAL_TOKEN}: its query is zero, so "
@@ -64,7 +71,7 @@ class PatternGallery(CourseWidget):
     def make_controls(self) -> dict[str, Any]:
         names = list(self.scores)
         picker = widgets.ToggleButtons(
-            options=names, value=names[0], description="pattern", style={"button_width": "82px"}
+            options=names, value=names[0], description="pattern", style={"button_width": "104px"}
         )
         slider = widgets.FloatLogSlider(
             value=1.0,
@@ -186,3 +193,207 @@ def pattern_gallery(n: int | None = None, Q: Any = None, K: Any = None) -> Patte
     if yours is not None:
         scores[YOURS] = yours
     return PatternGallery(scores)
+
+
+# ------------------------------------------------------------------------ mask builder
+
+MASK_SEQUENCES = 3
+MASK_MIN_TOKENS, MASK_MAX_TOKENS = 4, 12
+MASK_DEFAULT_TOKENS = 8
+MASK_D_K = 4
+PAD_END, PAD_START = "at the end", "at the start"
+
+
+def _positions(rows: np.ndarray) -> str:
+    return ", ".join(str(int(r)) for r in rows) if rows.size else "none"
+
+
+class MaskBuilder(CourseWidget):
+    """The masks of a padded batch of three sequences, and one head's weights under them.
+
+    ``tokens``: (3, n, d_k) the real tokens' vectors (token t of a sequence keeps its
+    vector wherever the padding puts it); ``pad``: (d_k,) the padding token's vector;
+    ``W_QK``: (2, d_k, d_k) the head's query and key projections.
+    ``shown``: ``"mask"`` (3, n, n) bool, ``"real"`` (3, n) bool,
+    ``"weights"`` (n, n) of the chosen sequence, ``"rows_padding_changes"`` (the rows
+    of its mask that differ from the mask without padding), ``"padding_weight"``
+    (the largest weight on a padding key, in any row), ``"padding_weight_real"`` and
+    ``"padding_weight_padding"`` (the same, in the real queries' rows only and in the
+    padding queries' rows only) and ``"empty_rows"`` (rows with no allowed key, whose
+    weights are all 0).
+    """
+
+    ncols = MASK_SEQUENCES + 1
+    figsize = (10.4, 3.0)
+
+    def __init__(
+        self, tokens: np.ndarray, pad: np.ndarray, W_QK: np.ndarray, lengths: tuple[int, ...]
+    ) -> None:
+        self.tokens, self.pad, self.W_QK, self.start_lengths = tokens, pad, W_QK, lengths
+        self.n = tokens.shape[1]
+        super().__init__()
+
+    def make_controls(self) -> dict[str, Any]:
+        controls: dict[str, Any] = {}
+        for b, length in enumerate(self.start_lengths):
+            controls[f"length {b}"] = widgets.IntSlider(
+                value=length,
+                min=1,
+                max=self.n,
+                description=f"length {b}",
+                layout=widgets.Layout(width="230px"),
+            )
+        controls["padding"] = widgets.ToggleButtons(
+            options=[PAD_END, PAD_START],
+            value=PAD_END,
+            description="padding",
+            style={"button_width": "88px"},
+        )
+        controls["mask padding"] = widgets.Checkbox(value=True, description="mask padding")
+        controls["causal"] = widgets.Checkbox(value=True, description="causal mask")
+        controls["sequence"] = widgets.ToggleButtons(
+            options=list(range(MASK_SEQUENCES)),
+            value=1,
+            description="weights of",
+            style={"button_width": "40px"},
+        )
+        return controls
+
+    def arrange(self) -> list[Any]:
+        lengths = [c for name, c in self.controls.items() if name.startswith("length")]
+        rest = [self.controls[name] for name in ("padding", "mask padding", "causal", "sequence")]
+        return [
+            widgets.HBox(lengths),
+            rest[0],
+            widgets.HBox(rest[1:3]),
+            rest[3],
+            self.view.image,
+            self.readout,
+        ]
+
+    def draw(self, axes: np.ndarray) -> list[Any]:
+        n = self.n
+        blank = np.zeros((n, n))
+        ticks = range(0, n, 2 if n <= 8 else 3)
+        self.mask_maps, self.titles = [], []
+        for b, ax in enumerate(axes[0][:MASK_SEQUENCES]):
+            heat = plots.heatmap(
+                blank, ax, cmap="Blues", vmin=0, vmax=1.4, annotate=False, colorbar=False
+            )
+            ax.set_xticks(ticks, ticks)
+            ax.set_yticks(ticks, ticks)
+            ax.set_aspect("equal")
+            if b:
+                ax.set_ylabel("")
+            ax.set_title(" ", fontsize=9)  # the changing title is drawn over it
+            self.mask_maps.append(heat)
+            self.titles.append(
+                ax.text(0.5, 1.03, "", transform=ax.transAxes, ha="center", va="bottom",
+                        fontsize=9)
+            )  # fmt: skip
+        ax_w = axes[0][-1]
+        self.weights_map = plots.heatmap(
+            blank, ax_w, vmin=0.0, vmax=1.0, annotate=n <= 8, fmt="{:.1f}", colorbar=False
+        )
+        for text in self.weights_map.texts:
+            text.set_fontsize(6)
+        ax_w.set_xticks(ticks, ticks)
+        ax_w.set_yticks(ticks, ticks)
+        ax_w.set_aspect("equal")
+        ax_w.set_ylabel("")
+        ax_w.set_title(" ", fontsize=9)
+        self.weights_title = ax_w.text(
+            0.5, 1.03, "", transform=ax_w.transAxes, ha="center", va="bottom", fontsize=9
+        )
+        return [
+            *(h.image for h in self.mask_maps),
+            *self.titles,
+            self.weights_map.image,
+            *self.weights_map.texts,
+            self.weights_title,
+        ]
+
+    def _real(self, lengths: list[int], padding: str) -> np.ndarray:
+        j = np.arange(self.n)[None, :]
+        L = np.asarray(lengths)[:, None]
+        return j < L if padding != PAD_START else j >= self.n - L
+
+    def update(self, padding: str, causal: bool, sequence: int, **lengths_and_mask: int) -> None:
+        lengths = dict(lengths_and_mask)
+        mask_padding = bool(lengths.pop("mask padding"))
+        n = self.n
+        L = [int(lengths[f"length {b}"]) for b in range(MASK_SEQUENCES)]
+        real = self._real(L, padding)  # where the real tokens sit
+        allowed = causal_mask(n) if causal else np.ones((n, n), dtype=bool)
+        keys = real if mask_padding else np.ones_like(real)
+        mask = keys[:, None, :] & allowed  # (3, n, n)
+        for b in range(MASK_SEQUENCES):
+            self.mask_maps[b].update(mask[b].astype(float))
+            side = "" if L[b] == n else f", {n - L[b]} padding"
+            self.titles[b].set_text(f"sequence {b}: {L[b]} real{side}")
+            self.titles[b].set_fontweight("bold" if b == sequence else "normal")
+        # Token t of the sequence keeps its vectors wherever the padding puts it.
+        X = np.broadcast_to(self.pad, (n, self.pad.size)).copy()
+        X[real[sequence]] = self.tokens[sequence, : L[sequence]]
+        Q, K = X @ self.W_QK[0], X @ self.W_QK[1]
+        _, weights = attention(Q, K, X, mask=mask[sequence], return_weights=True)
+        self.weights_map.update(weights)
+        self.weights_title.set_text(f"weights of sequence {sequence}, one head")
+        changed = np.flatnonzero((mask[sequence] != allowed).any(axis=1))
+        padded = ~real[sequence]
+        on_padding = weights[:, padded]
+        padding_weight = float(on_padding.max()) if padded.any() else 0.0
+        in_real = float(on_padding[~padded].max()) if padded.any() else 0.0
+        in_padding = float(on_padding[padded].max()) if padded.any() else 0.0
+        empty = np.flatnonzero(~mask[sequence].any(axis=1))
+        self.shown = {
+            "mask": mask,
+            "real": real,
+            "weights": weights,
+            "rows_padding_changes": changed,
+            "padding_weight": padding_weight,
+            "padding_weight_real": in_real,
+            "padding_weight_padding": in_padding,
+            "empty_rows": empty,
+        }
+        where = _positions(np.flatnonzero(real[sequence]))
+        lines = [
+            f"<b>sequence {sequence}</b>: real tokens at positions {where}. "
+            f"Rows of its mask that padding changes: {_positions(changed)}."
+        ]
+        if not mask_padding and padded.any():
+            lines.append(
+                f"Padding is not masked: the real queries' rows put up to {in_real:.2f} "
+                f"weight on a padding key; the padding queries' rows (thrown away) up to "
+                f"{in_padding:.2f}."
+            )
+        if empty.size:
+            lines.append(
+                f"Rows with no allowed key: {_positions(empty)} (their weights are all 0)."
+            )
+        self.readout.value = " ".join(lines)
+
+
+def mask_builder(n: int | None = None) -> MaskBuilder:
+    """A padded batch of three sequences: their masks, and one head's weights under them.
+
+    Move the three ``length`` sliders, pad ``at the end`` or ``at the start``, switch
+    the ``mask padding`` and the ``causal`` masks on and off, and pick the
+    ``sequence`` whose weights ``softmax(Q Kᵀ/√d_k)`` are shown (one head, d_k = 4,
+    fixed random projections). Each mask panel is blue where query i (row) may attend
+    to key j (column).
+    ``n``: optional padded length, 4 to 12 (default 8).
+    ``controls``: ``"length 0"``, ``"length 1"``, ``"length 2"``, ``"padding"``,
+    ``"mask padding"``, ``"causal"``, ``"sequence"``.
+
+    Lesson: ``notebooks/06_heads_and_masks.ipynb``.
+    """
+    n = MASK_DEFAULT_TOKENS if n is None else whole_number(
+        n, "n", "a padded length", MASK_MIN_TOKENS, MASK_MAX_TOKENS
+    )  # fmt: skip
+    rng = np.random.default_rng(606)
+    tokens = rng.normal(size=(MASK_SEQUENCES, n, MASK_D_K))
+    W_QK = rng.normal(size=(2, MASK_D_K, MASK_D_K))
+    pad = np.full(MASK_D_K, 0.5)
+    lengths = (n, max(1, n - n // 3), max(1, n // 3))
+    return MaskBuilder(tokens, pad, W_QK, lengths)

@@ -2,7 +2,9 @@
 
 **Softmax row**: one row of scores with a slider on the first key's score. Raising it
 takes weight from every other key in proportion, so the ratios among the others,
-``p_i / p_j = e^{x_i − x_j}``, never move.
+``p_i / p_j = e^{x_i − x_j}``, never move. A second panel shows the log-weights,
+``log p_i = x_i − logsumexp(x)``: raising one score lowers every other log-weight by the
+same amount, the rise of ``logsumexp(x)``.
 
 **Softmax explorer**: a temperature slider over one row of scores, and the gradient it leaves.
 
@@ -174,16 +176,38 @@ def softmax_explorer(scores: Any = None) -> SoftmaxExplorer:
 SCORE_RANGE = (-4.0, 8.0)
 
 
-class SoftmaxRow(CourseWidget):
-    """The weights of one row while the first key's score moves.
+def logsumexp(x: np.ndarray) -> float:
+    """``log Σ_j e^{x_j}``, computed as ``m + log Σ_j e^{x_j − m}`` with ``m = max x``.
 
-    ``shown``: ``"scores"`` and ``"weights"`` (n,), and ``"ratio"``, ``p_1 / p_2``.
+    Shapes: ``x`` (n,) → a number. Lesson: ``notebooks/04_softmax.ipynb``.
+    """
+    m = float(np.max(x))
+    return m + float(np.log(np.sum(np.exp(x - m))))
+
+
+def log_weight_floor(scores: np.ndarray) -> float:
+    """The lowest log-weight anywhere on the slider, so the log panel never rescales."""
+    lowest = 0.0
+    for score in SCORE_RANGE:
+        x = scores.copy()
+        x[0] = score
+        lowest = min(lowest, float((x - logsumexp(x)).min()))
+    return lowest
+
+
+class SoftmaxRow(CourseWidget):
+    """The weights of one row, and their logs, while the first key's score moves.
+
+    ``shown``: ``"scores"``, ``"weights"`` and ``"log_weights"`` (n,), ``"logsumexp"``
+    (a number: ``log_weights = scores - logsumexp``), and ``"ratio"``, ``p_1 / p_2``.
     """
 
-    figsize = (5.6, 2.9)
+    ncols = 2
+    figsize = (8.4, 2.9)
 
     def __init__(self, scores: np.ndarray) -> None:
         self.scores = scores
+        self.floor = log_weight_floor(scores)
         super().__init__()
 
     def make_controls(self) -> dict[str, Any]:
@@ -201,12 +225,13 @@ class SoftmaxRow(CourseWidget):
         }
 
     def draw(self, axes: np.ndarray) -> list[Any]:
-        ax = axes[0, 0]
+        ax, ax_log = axes[0]
         n = self.scores.size
+        labels = [f"k{j}" for j in range(n)]
         self.bars = plots.bars(
             np.zeros(n),
             ax,
-            labels=[f"k{j}" for j in range(n)],
+            labels=labels,
             title="weights softmax(x)",
             ylabel="weight",
             ylim=(0, 1.12),
@@ -214,22 +239,47 @@ class SoftmaxRow(CourseWidget):
         ax.title.set_fontsize(9)
         self.status = ax.text(0.98, 0.97, "", transform=ax.transAxes, ha="right", va="top")
         self.status.set_fontsize(8)
-        return [self.bars, self.status]
+        self.log_bars = plots.bars(
+            np.zeros(n),
+            ax_log,
+            labels=labels,
+            title="log-weights log p = x − logsumexp(x)",
+            ylabel="log weight",
+            color=plots.SECOND,
+            ylim=(1.08 * self.floor - 0.1, 0.0),
+        )
+        ax_log.title.set_fontsize(9)
+        self.log_status = ax_log.text(
+            0.02, 0.03, "", transform=ax_log.transAxes, ha="left", va="bottom", fontsize=8
+        )
+        return [self.bars, self.status, self.log_bars, self.log_status]
 
     def update(self, score: float) -> None:
         x = self.scores.copy()
         x[0] = score
         weights = softmax(x)
+        lse = logsumexp(x)
+        log_weights = x - lse
         for bar, height in zip(self.bars.patches, weights, strict=True):
+            bar.set_height(height)
+        for bar, height in zip(self.log_bars.patches, log_weights, strict=True):
             bar.set_height(height)
         ratio = weights[1] / weights[2]
         self.status.set_text(f"k0: {weights[0]:.3f}   k1 / k2 = {ratio:.3f}")
+        self.log_status.set_text(f"logsumexp(x) = {lse:.2f}")
         others = ", ".join(f"{v:g}" for v in x[1:])
         self.readout.value = (
             f"scores x = [{score:.1f}, {others}]; weight of k0 {weights[0]:.3f}, of all the "
-            f"others together {1 - weights[0]:.3f}; k1 / k2 = {ratio:.3f}."
+            f"others together {1 - weights[0]:.3f}; k1 / k2 = {ratio:.3f}. "
+            f"logsumexp(x) = {lse:.2f}, so log p_i = x_i − {lse:.2f} for every key."
         )
-        self.shown = {"scores": x, "weights": weights, "ratio": ratio}
+        self.shown = {
+            "scores": x,
+            "weights": weights,
+            "log_weights": log_weights,
+            "logsumexp": lse,
+            "ratio": ratio,
+        }
 
 
 def softmax_row(scores: Any = None) -> SoftmaxRow:
@@ -238,6 +288,8 @@ def softmax_row(scores: Any = None) -> SoftmaxRow:
     ``scores``: optional 1-D array of 3 to 8 finite numbers (default
     ``[2, 1, 0.5, 0, -1]``); the slider starts at the first one and runs from −4 to 8.
     The readout prints the ratio of the next two weights, which the slider never changes.
+    The right panel shows the log-weights ``log p_i = x_i − logsumexp(x)``: moving k0
+    shifts every other bar there by the same amount.
     ``controls``: ``"score"``.
 
     Lesson: ``notebooks/04_softmax.ipynb``.

@@ -82,6 +82,8 @@ class FormulaExplorer(CourseWidget):
             vmax=1.0,
             annotate=n_q * n_k <= _ANNOTATE_CELLS,
         )
+        if self.heat.colorbar is not None:
+            self.heat.colorbar.set_label("weight")
         self.frame = Rectangle(
             (-0.5, -0.5), n_k, 1, fill=False, edgecolor=plots.SECOND, linewidth=2.5
         )
@@ -114,7 +116,7 @@ class FormulaExplorer(CourseWidget):
         ax_o.axhline(0.0, color="0.4", linewidth=0.8)
         ax_o.set_xticks(columns, [str(c) for c in columns])
         ax_o.set_xlabel("column of V")
-        ax_o.set_ylabel("value")
+        ax_o.set_ylabel("entry")
         ax_o.set_title("output = weights · V")
         ax_o.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         # The value marks never move, but they are animated too so that they are drawn

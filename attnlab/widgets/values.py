@@ -1,10 +1,13 @@
 """Q/K/V explorer: one query's raw scores, scaled scores, weights and output, side by side.
 
 Formula: for query i, ``s_j = q_i · k_j``, scaled ``s_j / √d_k``, weights
-``a = softmax(c · s / √d_k)`` with the sharpening factor c (1 is attention as it is; c is
-1/temperature) and output ``z_i = Σ_j a_j v_j``. The output panel shades each value
+``a = softmax(c · s / √d_k)`` with the sharpening factor c (1 is attention as it is;
+multiplying the scaled scores by c is a temperature τ = √d_k / c on the raw scores,
+lesson 04) and output ``z_i = Σ_j a_j v_j``. The output panel shades each value
 column's range [min_j V_jc, max_j V_jc]: a convex combination can never leave it, however
-sharp or flat the weights.
+sharp or flat the weights. The last panel draws the value rows as points (their first two
+features), their convex hull, and the output: the path it takes as c goes from 1/4 to 16
+runs from near the mean of the rows towards one corner.
 
 Lesson: ``notebooks/05_values.ipynb``.
 """
@@ -26,6 +29,8 @@ from ._check import all_or_none, labels_for, learner_array
 
 MAX_TOKENS = 8  # rows of Q and of K/V: one bar per key must stay readable
 MAX_DIM = 16  # columns of Q/K (d_k) and of V (d_v)
+# The factors c of the output's path in the hull panel: the slider's whole range.
+PATH_FACTORS = 2.0 ** np.linspace(-2, 4, 25)
 
 
 def _size_problem(arr: np.ndarray, name: str) -> str | None:
@@ -88,15 +93,17 @@ def format_matrix(M: np.ndarray) -> str:
 
 
 class QKVExplorer(CourseWidget):
-    """Four panels for the chosen query: raw scores, scaled scores, weights, output.
+    """Five panels for the chosen query: raw scores, scaled scores, weights, output, hull.
 
     ``shown``: ``"raw"``, ``"scaled"``, ``"weights"`` (one per key) and ``"output"``
-    (d_v) of the chosen query. ``inputs``: the text boxes ``"Q"``, ``"K"``, ``"V"``,
-    the ``"apply"`` button and the ``"message"`` line.
+    (d_v) of the chosen query; ``"point"``, its output in the hull panel (its first two
+    features, (2,)), and ``"path"``, that point for every factor of ``PATH_FACTORS``.
+    ``inputs``: the text boxes ``"Q"``, ``"K"``, ``"V"``, the ``"apply"`` button and the
+    ``"message"`` line.
     """
 
-    ncols = 4
-    figsize = (8.6, 2.6)
+    ncols = 5
+    figsize = (10.8, 2.6)
 
     def __init__(self, Q: np.ndarray, K: np.ndarray, V: np.ndarray, labels: list[str]) -> None:
         self._use(Q, K, V, labels)
@@ -127,6 +134,10 @@ class QKVExplorer(CourseWidget):
         self.d_k = Q.shape[1]
         self.raw = Q @ K.T
         self.scaled = self.raw / np.sqrt(self.d_k)
+        self.plane = _plane(V)  # (n_k, 2): the value rows as points
+        # (n_q, factors, 2): every query's output point along the slider's range.
+        along = softmax(PATH_FACTORS[:, None, None] * self.scaled[None], axis=-1) @ self.plane
+        self.paths = np.swapaxes(along, 0, 1)
         self._sharpen(1.0)
 
     def _sharpen(self, factor: float) -> None:
@@ -166,7 +177,7 @@ class QKVExplorer(CourseWidget):
         ]
 
     def draw(self, axes: np.ndarray) -> list[Any]:
-        ax_raw, ax_scaled, ax_w, ax_out = axes[0]
+        ax_raw, ax_scaled, ax_w, ax_out, ax_hull = axes[0]
         labels, d_k, V = self.labels, self.d_k, self.V
         n_k, d_v = V.shape
         lim = 1.15 * float(np.abs(self.raw).max()) or 1.0
@@ -220,13 +231,45 @@ class QKVExplorer(CourseWidget):
             ax.tick_params(labelsize=7)
         if d_v > 8:
             ax_out.tick_params(axis="x", labelsize=6)
+        self._draw_hull(ax_hull)
         return [
             self.raw_bars,
             self.scaled_bars,
             self.weight_bars,
             self.out_bars,
             *self.weight_texts,
+            self.path_line,
+            self.point,
         ]
+
+    def _draw_hull(self, ax: Any) -> None:
+        """The value rows as points, their hull, their mean; the output's path and point."""
+        from matplotlib.patches import Polygon
+
+        from ..lessons.values import convex_hull
+
+        P, d_v = self.plane, self.V.shape[1]
+        ax.add_patch(Polygon(convex_hull(P), closed=True, fc="0.88", ec="0.4", lw=1, zorder=0))
+        ax.scatter(P[:, 0], P[:, 1], s=14, color="black", zorder=2)
+        for (x, y), label in zip(P, self.labels, strict=True):
+            ax.annotate(label, (x, y), xytext=(3, 3), textcoords="offset points", fontsize=7)
+        centre = P.mean(axis=0)
+        ax.plot(*centre, marker="x", color="0.3", ms=6, zorder=2)
+        (self.path_line,) = ax.plot([], [], color=plots.SECOND, lw=1, alpha=0.6, zorder=3)
+        (self.point,) = ax.plot([], [], "o", color=plots.SECOND, ms=7, mec="black", zorder=4)
+        half = 0.6 * float(np.ptp(P, axis=0).max() or 1.0)
+        middle = (P.max(axis=0) + P.min(axis=0)) / 2
+        ax.set_xlim(middle[0] - half, middle[0] + half)
+        ax.set_ylim(middle[1] - half, middle[1] + half)
+        ax.set_aspect("equal", adjustable="box")
+        if d_v == 2:
+            ax.set_title("hull of the value rows", fontsize=9)
+        elif d_v > 2:
+            ax.set_title("features 0 and 1: the hull", fontsize=9)
+        else:
+            ax.set_title("feature 0: the range", fontsize=9)
+        ax.set_xlabel("value feature 0")
+        ax.set_ylabel("feature 1" if d_v > 1 else "")
 
     def update(self, query: int, sharpen: float) -> None:
         if sharpen != self.factor:
@@ -245,7 +288,10 @@ class QKVExplorer(CourseWidget):
         for j, (text, w) in enumerate(zip(self.weight_texts, self.weights[i], strict=True)):
             text.set_text(f"{w:.2f}")
             text.set_position((j, w + 0.02))
-        self.shown = rows
+        point = self.weights[i] @ self.plane
+        self.path_line.set_data(self.paths[i, :, 0], self.paths[i, :, 1])
+        self.point.set_data([point[0]], [point[1]])
+        self.shown = {**rows, "point": point, "path": self.paths[i]}
         self.readout.value = self._summary(i)
 
     def _summary(self, i: int) -> str:
@@ -324,8 +370,10 @@ def qkv_explorer(
     pick another query is the numbers, never the scale.
 
     ``controls``: ``"query"`` (fast: it only redraws) and ``"sharpen"``, a factor c on the
-    scaled scores before the softmax (1/temperature, from 1/4 to 16): move it up and each
-    output slides from near the mean of the values towards one value row. The three text boxes for
+    scaled scores before the softmax, from 1/4 to 16 (a temperature τ = √d_k / c on the
+    raw scores): move it up and each output slides from near the mean of the values
+    towards one value row. The last panel shows that path inside the hull of the value
+    rows (their first two features; with d_v = 2, the hull itself). The three text boxes for
     typing your own matrices, and their Apply button, are in
     ``w.inputs`` (``"Q"``, ``"K"``, ``"V"``, ``"apply"``), not in ``controls``:
     applying new matrices rebuilds the figure, which is slower. A problem with
@@ -344,3 +392,12 @@ def qkv_explorer(
     if problem:
         raise ValueError(problem)
     return QKVExplorer(Q, K, V, labels_for(labels, K.shape[0], "labels", "t"))
+
+
+def _plane(V: np.ndarray) -> np.ndarray:
+    """The value rows as points in a plane: features 0 and 1 (feature 0 and 0 for d_v = 1).
+
+    A linear map keeps convex combinations, so each output's first two features lie in
+    the hull of these points.
+    """
+    return V[:, :2] if V.shape[1] >= 2 else np.column_stack([V[:, 0], np.zeros(len(V))])

@@ -15,7 +15,12 @@ from matplotlib.patches import Rectangle
 
 from .. import plots
 from .._inputs import is_whole_number
-from ..lessons.variance import DISTRIBUTION_LABELS, DISTRIBUTIONS, samples_by_dk
+from ..lessons.variance import (
+    DISTRIBUTION_LABELS,
+    DISTRIBUTIONS,
+    largest_softmax_weights,
+    samples_by_dk,
+)
 from ._base import CourseWidget
 from ._check import whole_number
 
@@ -26,6 +31,8 @@ RAW_BINS = 80
 SCALED_LIMIT = 5.0
 SCALED_BINS = 50
 SCALED_TOP = 1.1  # at least this tall: the normal curve (0.4) and d_k = 1's spike fit
+ROW_KEYS = 256  # the readout: one query against this many keys, the largest softmax weight,
+ROW_QUERIES = 200  # as the median over this many queries
 
 
 def _check_d_ks(d_ks: Any) -> tuple[int, ...]:
@@ -59,16 +66,23 @@ class VarianceExplorer(CourseWidget):
     of samples per d_k, for the note under the figure. ``shown``: ``"d_k"``, ``"dist"``,
     ``"raw_std"`` and ``"scaled_std"`` (measured on the samples shown), ``"raw"`` and
     ``"scaled"`` (the bar heights of each histogram, both densities, each on one y-axis
-    shared by every d_k and distribution).
+    shared by every d_k and distribution), and, when ``top_weights`` maps each
+    ``(dist, d_k)`` to a pair (raw, scaled), ``"top_weight_raw"`` and ``"top_weight_scaled"``:
+    the median largest softmax weight in a row of ``ROW_KEYS`` keys.
     """
 
     ncols = 2
     figsize = (7.6, 3.0)
 
     def __init__(
-        self, samples: dict[str, dict[int, np.ndarray]], dist: str, n_samples: int
+        self,
+        samples: dict[str, dict[int, np.ndarray]],
+        dist: str,
+        n_samples: int,
+        top_weights: dict[tuple[str, int], tuple[float, float]] | None = None,
     ) -> None:
         self.samples = samples
+        self.top_weights = top_weights or {}
         self.dist, self.n_samples = dist, n_samples
         self.d_ks = sorted(samples[dist])
         self.raw_limit = _raw_limit(self.d_ks[-1])
@@ -221,6 +235,15 @@ class VarianceExplorer(CourseWidget):
             f"{DISTRIBUTION_LABELS[dist]}, mean 0, variance 1). "
             "Shaded: ± one measured standard deviation."
         )
+        if (dist, d_k) in self.top_weights:
+            raw, scaled = self.top_weights[dist, d_k]
+            self.shown.update(top_weight_raw=raw, top_weight_scaled=scaled)
+            self.readout.value += (
+                f"<br>What softmax makes of it: one query against {ROW_KEYS} keys gives its "
+                f"largest weight <b>{raw:.2f}</b> with raw scores and <b>{scaled:.2f}</b> with "
+                f"scaled ones (median over {ROW_QUERIES} queries; an even spread gives "
+                f"{1 / ROW_KEYS:.3f} to each key)."
+            )
 
 
 def variance_explorer(
@@ -242,7 +265,9 @@ def variance_explorer(
     for the smallest: each histogram is a density, so as it widens like √d_k its peak
     drops like 1/√d_k (the curve is the normal density with standard deviation √d_k);
     the shaded band is ± one measured standard deviation. The right panel shows the
-    same samples divided by √d_k, as a density on fixed axes.
+    same samples divided by √d_k, as a density on fixed axes. The readout under the
+    figure gives what softmax makes of such scores: the median largest weight in a row
+    of 256 keys, raw and scaled (drawn once, from a generator of its own).
 
     Lesson: ``notebooks/02_variance.ipynb``.
     """
@@ -257,4 +282,12 @@ def variance_explorer(
         name: samples_by_dk(checked, n_samples, np.random.default_rng(seed), name)
         for name in DISTRIBUTIONS
     }
-    return VarianceExplorer(samples, dist, n_samples)
+    # The readout's rows come from a generator of their own, so the samples above stay
+    # the same whatever the readout draws.
+    rows_rng = np.random.default_rng([seed, 1])
+    top_weights = {}
+    for name in DISTRIBUTIONS:
+        for d in checked:
+            raw, scaled = largest_softmax_weights(d, ROW_KEYS, ROW_QUERIES, rows_rng, name)
+            top_weights[name, d] = (float(np.median(raw)), float(np.median(scaled)))
+    return VarianceExplorer(samples, dist, n_samples, top_weights)

@@ -59,6 +59,7 @@ CLASSIC_MISTAKES = {
     "longest_sequence": ("memory_bytes // bytes_per_number", "memory_bytes"),  # bytes as numbers
     "multi_head_attention": (".reshape(n, d_model) @ W_O", ".reshape(n, d_model)"),  # no W_O
     "relative_bias": ("i[None, :] + n - 1", "i[None, :]"),  # i - j alone: negatives wrap
+    "linear_attention": ("phi_k.sum(axis=0)", "phi_k.mean(axis=0)"),  # a mean: rows n_k times off
     "softmax_backward": ("p * (grad_p - dot)", "p * grad_p"),  # the row term forgotten
 }
 

@@ -1,0 +1,293 @@
+"""Attention in practice: linear attention, PyTorch's kernel, and watching training.
+
+Linear attention with the feature map elu(x) + 1, in both orders of multiplication,
+its causal form as a recurrence, and what it cannot do that softmax can; the causal
+mask aligned at the bottom right, and which of PyTorch's backends runs a call; the
+attention entropy of the model of lesson 08 during training, per head. The figure
+functions only draw numbers the notebook computed in the cell that calls them.
+
+Lesson: ``notebooks/10_in_practice.ipynb``.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from .. import plots
+from ..masks import causal_lower_right  # noqa: F401 - the notebook uses it
+from ..softmax import entropy, softmax
+from .cost_and_tiling import peak_bytes  # noqa: F401 - the notebook uses it
+
+# ---------------------------------------------------------------------- linear attention
+
+
+def elu_feature(x) -> np.ndarray:
+    """The feature map of Katharopoulos et al. (2020): ``φ(x) = elu(x) + 1``.
+
+    ``elu(x) + 1`` is ``x + 1`` for ``x > 0`` and ``eˣ`` otherwise: always positive,
+    so every weight it gives is positive. Shapes: any → the same.
+
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    x = np.asarray(x, dtype=float)
+    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+
+
+def linear_attention(Q, K, V) -> np.ndarray:
+    """Linear attention: ``φ(Q) (φ(K)ᵀ V)`` divided row by row by ``φ(Q) (φ(K)ᵀ 1)``.
+
+    ``φ`` is :func:`elu_feature`. ``φ(K)ᵀ V`` is a ``(d_k, d_v)`` summary of all keys
+    and values and ``φ(K)ᵀ 1`` a ``(d_k,)`` one, so the work is ``O(n d_k d_v)`` and no
+    ``(n_q, n_k)`` array is ever formed.
+
+    Shapes: ``Q (n_q, d_k)``, ``K (n_k, d_k)``, ``V (n_k, d_v)`` → ``(n_q, d_v)``.
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    phi_q, phi_k = elu_feature(Q), elu_feature(K)
+    summary = phi_k.T @ np.asarray(V, dtype=float)  # (d_k, d_v)
+    normaliser = phi_q @ phi_k.sum(axis=0)  # (n_q,)
+    return (phi_q @ summary) / normaliser[:, None]
+
+
+def linear_attention_weights(Q, K, mask=None) -> np.ndarray:
+    """The weights that linear attention uses implicitly: ``φ(q_i)·φ(k_j) / Σ_l φ(q_i)·φ(k_l)``.
+
+    This is the other order of the products, ``(φ(Q) φ(K)ᵀ) V``: it forms the
+    ``(n_q, n_k)`` matrix, like softmax attention. ``mask`` (bool ``(n_q, n_k)``, True
+    where a query may look) zeroes the other pairs before each row is normalised.
+    Shapes: → ``(n_q, n_k)``, rows sum to 1.
+
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    A = elu_feature(Q) @ elu_feature(K).T
+    if mask is not None:
+        A = np.where(mask, A, 0.0)
+    return A / A.sum(axis=1, keepdims=True)
+
+
+def linear_attention_quadratic(Q, K, V, mask=None) -> np.ndarray:
+    """Linear attention computed in the quadratic order, ``(φ(Q) φ(K)ᵀ) V`` normalised.
+
+    Same result as :func:`linear_attention` up to rounding, at ``O(n² d)`` cost and
+    ``(n_q, n_k)`` memory; ``mask`` as in :func:`linear_attention_weights`.
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    return linear_attention_weights(Q, K, mask) @ np.asarray(V, dtype=float)
+
+
+def causal_linear_attention(Q, K, V) -> np.ndarray:
+    """Causal linear attention as a recurrence: one fixed-size state, updated token by token.
+
+    ``S_i = S_{i−1} + φ(k_i) v_iᵀ`` (a ``(d_k, d_v)`` matrix) and ``z_i = z_{i−1} + φ(k_i)``
+    (``d_k`` numbers); then ``o_i = φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i``. This equals
+    :func:`linear_attention_quadratic` with the causal mask ``j ≤ i``, but each token
+    costs ``O(d_k d_v)`` and the state never grows with ``n`` (Katharopoulos et al. 2020).
+
+    Shapes: ``Q``, ``K (n, d_k)``, ``V (n, d_v)`` → ``(n, d_v)``.
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    phi_q, phi_k = elu_feature(Q), elu_feature(K)
+    V = np.asarray(V, dtype=float)
+    state = np.zeros((phi_k.shape[1], V.shape[1]))  # S: every key and value so far, summed
+    normaliser = np.zeros(phi_k.shape[1])  # z: every key so far, summed
+    out = np.empty((len(phi_q), V.shape[1]))
+    for i in range(len(phi_q)):
+        state += np.outer(phi_k[i], V[i])
+        normaliser += phi_k[i]
+        out[i] = phi_q[i] @ state / (phi_q[i] @ normaliser)
+    return out
+
+
+def linear_costs(n, d: int) -> dict[str, np.ndarray]:
+    """Multiply-adds and largest intermediate array of the two orders, with d_k = d_v = d.
+
+    Quadratic order: ``n² d`` for ``φ(Q)φ(K)ᵀ`` and ``n² d`` for the product with V, an
+    ``(n, n)`` array. Linear order: ``n d²`` for ``φ(K)ᵀV``, ``n d²`` for ``φ(Q)`` times
+    it, and ``2 n d`` for the normaliser, a ``(d, d)`` array. Either order also holds the
+    ``(n, d)`` arrays φ(Q) and φ(K), so the largest array is never smaller than ``n d``.
+
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    n = np.asarray(n, dtype=np.int64)
+    return {
+        "quadratic_madds": 2 * n * n * d,
+        "linear_madds": 2 * n * d * d + 2 * n * d,
+        "quadratic_largest": np.maximum(n * n, n * d),  # the (n, n) scores, or φ(Q) itself
+        "linear_largest": np.maximum(n * d, d * d),
+    }
+
+
+def sharpness(q, K, scales) -> dict[str, np.ndarray]:
+    """Largest weight and entropy of one query's row as the query is multiplied by c.
+
+    Softmax: ``softmax(c q·k_j)``; linear: ``φ(c q)·φ(k_j)`` normalised. Shapes: ``q
+    (d,)``, ``K (n, d)``, ``scales (m,)`` → dict of ``(m,)`` arrays ``"softmax_max"``,
+    ``"softmax_entropy"``, ``"linear_max"``, ``"linear_entropy"``.
+
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    q, K = np.asarray(q, dtype=float), np.asarray(K, dtype=float)
+    soft = np.stack([softmax(c * (K @ q)) for c in scales])
+    lin = np.stack([linear_attention_weights((c * q)[None, :], K)[0] for c in scales])
+    return {
+        "softmax_max": soft.max(axis=1),
+        "softmax_entropy": entropy(soft),
+        "linear_max": lin.max(axis=1),
+        "linear_entropy": entropy(lin),
+    }
+
+
+def linear_limit(q, K) -> np.ndarray:
+    """The weights linear attention tends to as the query grows, ``c → ∞``.
+
+    ``φ(c q)`` is ``c q_f + 1`` on the features where ``q_f > 0`` and ``e^{c q_f} → 0``
+    elsewhere, so ``φ(c q)/c → q⁺`` (the positive part of q) and the weights tend to
+    ``q⁺·φ(k_j) / Σ_l q⁺·φ(k_l)``: a fixed row, never one-hot unless only one key has
+    a positive feature where q has one. Shapes: ``q (d,)``, ``K (n, d)`` → ``(n,)``.
+
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    a = elu_feature(K) @ np.maximum(np.asarray(q, dtype=float), 0.0)
+    return a / a.sum()
+
+
+def plot_sharpness(scales, curves: dict, limit_max: float):
+    """Largest weight and entropy of one row, softmax vs linear, against the query's scale.
+
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.4, 3.2), layout="constrained")
+    for name, colour, label in (
+        ("softmax", plots.ACCENT, "softmax"),
+        ("linear", plots.SECOND, "linear, elu(x) + 1"),
+    ):
+        ax1.plot(scales, curves[f"{name}_max"], "o-", ms=3, color=colour, label=label)
+        ax2.plot(scales, curves[f"{name}_entropy"], "o-", ms=3, color=colour, label=label)
+    ax1.axhline(limit_max, color=plots.SECOND, ls=":", lw=1, label="linear's limit, c → ∞")
+    for ax in (ax1, ax2):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("query multiplied by c")
+    ax1.set_ylim(0, 1.05)
+    ax1.set_ylabel("largest weight")
+    ax2.set_ylabel("entropy (nats)")
+    ax1.legend(fontsize=8)
+    ax1.set_title("can the row become one-hot?")
+    ax2.set_title("how spread out the row is")
+    return fig
+
+
+def plot_linear_cost(ns, quadratic_bytes, linear_bytes):
+    """Peak memory of the two orders of linear attention against n, log-log.
+
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    fig, ax = plt.subplots(figsize=(5.4, 3.3), layout="constrained")
+    ax.plot(ns, np.asarray(quadratic_bytes) / 2**20, "o-", color=plots.SECOND,
+            label="(φ(Q) φ(K)ᵀ) V")  # fmt: skip
+    ax.plot(ns, np.asarray(linear_bytes) / 2**20, "s-", color=plots.ACCENT,
+            label="φ(Q) (φ(K)ᵀ V)")  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("sequence length n")
+    ax.set_ylabel("peak memory (MiB)")
+    ax.set_title("one result, two orders of multiplication")
+    ax.legend(fontsize=8)
+    return fig
+
+
+# ------------------------------------------------------------ entropy during training
+
+
+def head_entropy(W) -> np.ndarray:
+    """The mean attention entropy of each head: ``−Σ_j w_ij log w_ij``, averaged over the queries.
+
+    ``W`` holds one row of weights per query and head, shape ``(H, n_q, n_k)``, each row
+    summing to 1; masked pairs are exact zeros, and ``0 · log 0`` counts as 0 (the
+    limit of ``p log p`` as ``p → 0``), so a masked key adds nothing and no warning is
+    raised. Natural logarithm, in nats: a uniform row over ``m`` keys has ``log m``, a
+    one-hot row 0. Shapes: ``(H, n_q, n_k)`` → ``(H,)``.
+
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    W = np.asarray(W, dtype=float)
+    terms = W * np.log(np.where(W > 0, W, 1.0))  # log 1 = 0 where w = 0: 0 · log 0 = 0
+    return -terms.sum(axis=-1).mean(axis=-1)
+
+
+def plot_entropy_curves(runs: dict, n_pairs: int, n_values: int):
+    """Mean attention entropy, loss and accuracy per training step, one colour per run:
+    the median over the seeds as a line, the lowest to the highest seed as a band.
+
+    ``runs``: label → a :class:`attnlab.lessons.ablation.Run`; ``n_pairs`` and
+    ``n_values`` mark a uniform row (log n_pairs) and a uniform guess (log n_values).
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    fig, axs = plt.subplots(1, 3, figsize=(11.5, 3.2), layout="constrained")
+    colours = [plots.ACCENT, plots.SECOND, plots.THIRD]
+    for (label, run), colour in zip(runs.items(), colours, strict=False):
+        steps = np.arange(1, run.steps + 1)
+        for ax, values in zip(axs, (run.entropy, run.loss, run.accuracy), strict=True):
+            ax.fill_between(
+                steps, values.min(axis=0), values.max(axis=0), color=colour, alpha=0.2, lw=0
+            )
+            ax.plot(steps, np.median(values, axis=0), color=colour, lw=1.3, label=f"÷ {label}")
+    levels = ((axs[0], np.log(n_pairs), f"uniform row, log {n_pairs}"),
+              (axs[1], np.log(n_values), "uniform guess"))  # fmt: skip
+    for ax, level, text in levels:
+        ax.axhline(level, color="grey", ls=":", lw=1)
+        ax.text(run.steps, level, text + " ", color="grey", fontsize=8, va="bottom", ha="right")
+    axs[0].set_ylim(0, np.log(n_pairs) * 1.15)
+    axs[1].set_ylim(bottom=0)  # a saturated start can begin above the uniform guess
+    titles = ("attention entropy", "loss", "accuracy")
+    ylabels = ("mean entropy (nats)", "loss on the step's batch", "accuracy on the step's batch")
+    for ax, title, ylabel in zip(axs, titles, ylabels, strict=True):
+        ax.set_title(title)
+        # A log axis gives the first ten steps as much room as the last hundred.
+        ax.set_xscale("log")
+        ax.set_xlim(1, run.steps)
+        ax.set_xlabel("training step (log scale)")
+        ax.set_ylabel(ylabel)
+    axs[2].set_ylim(0, 1.05)
+    axs[0].legend(fontsize=8, loc="center right")
+    fig.suptitle(
+        f"line: median of {run.entropy.shape[0]} seeds; band: lowest to highest", fontsize=9
+    )
+    return fig
+
+
+# ----------------------------------------------------------------- PyTorch's backends
+
+
+def sdpa_backends(calls: dict) -> dict[str, list[str]]:
+    """Which of PyTorch's SDPA backends can run each call, on this machine (needs torch).
+
+    ``calls``: a name → keyword arguments for ``F.scaled_dot_product_attention``
+    (``query``, ``key``, ``value`` and the options). Each call is tried with one
+    backend allowed at a time (``torch.nn.attention.sdpa_kernel``); the answer lists
+    those that ran. The warnings PyTorch gives about a backend it cannot use are
+    silenced: a refusal is recorded as a missing name.
+
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    import warnings
+
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    names = ("MATH", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION")
+    found: dict[str, list[str]] = {}
+    for label, kwargs in calls.items():
+        found[label] = []
+        for name in names:
+            backend = getattr(SDPBackend, name, None)
+            if backend is None:
+                continue
+            try:
+                with warnings.catch_warnings(), sdpa_kernel(backend):
+                    warnings.simplefilter("ignore")
+                    F.scaled_dot_product_attention(**kwargs)
+            except RuntimeError:
+                continue
+            found[label].append(name.lower())
+    return found

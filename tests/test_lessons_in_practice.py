@@ -1,0 +1,369 @@
+"""Tests for the lesson on attention in practice (``attnlab.lessons.in_practice``) and its
+exercises' checker: linear attention, the bottom-right causal mask, the entropy per head.
+
+Lesson: ``notebooks/10_in_practice.ipynb``.
+"""
+
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import attnlab
+from attnlab.exercises import check, get_exercise, solutions
+from attnlab.exercises import ex10_in_practice as ex
+from attnlab.lessons import in_practice
+
+
+def feedback_texts(exercise):
+    checker = get_exercise(exercise).checker
+    hints = [checker.shape_hint, checker.index_hint]
+    return [m.message for m in checker.mistakes] + [h for h in hints if h]
+
+
+def test_linear_feedback_leaves_the_denominator_to_the_learner():
+    # The key-side part of the denominator is what the learner works out.
+    for text in feedback_texts("linear_attention"):
+        assert "d_k numbers" not in text and "key-side part" not in text, text
+
+
+def test_causal_masks_top_left_and_bottom_right():
+    np.testing.assert_array_equal(in_practice.causal_lower_right(4, 4), attnlab.causal_mask(4))
+    M = in_practice.causal_lower_right(2, 5)
+    np.testing.assert_array_equal(M.sum(axis=1), [4, 5])
+    assert attnlab.causal_mask(2, 5).sum() == 3
+
+
+def test_elu_feature_is_positive_and_quiet():
+    x = np.array([-1000.0, -1.0, 0.0, 2.0])
+    np.testing.assert_allclose(in_practice.elu_feature(x), [0.0, np.exp(-1), 1.0, 3.0])
+    assert (in_practice.elu_feature(np.linspace(-30, 30, 61)) > 0).all()
+
+
+finite = st.floats(-5, 5, allow_nan=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n_q: st.integers(1, 6).flatmap(
+            lambda n_k: st.tuples(
+                arrays(np.float64, (n_q, 3), elements=finite),
+                arrays(np.float64, (n_k, 3), elements=finite),
+                arrays(np.float64, (n_k, 2), elements=finite),
+            )
+        )
+    )
+)
+def test_linear_attention_two_orders_agree(qkv):
+    Q, K, V = qkv
+    fast = in_practice.linear_attention(Q, K, V)
+    np.testing.assert_allclose(fast, in_practice.linear_attention_quadratic(Q, K, V), atol=1e-9)
+    np.testing.assert_allclose(fast, solutions.linear_attention(Q, K, V), atol=1e-9)
+    np.testing.assert_allclose(fast, ex.linear_attention_reference(Q, K, V), atol=1e-9)
+    # a convex combination of the values: inside their range, column by column
+    assert (fast >= V.min(axis=0) - 1e-9).all() and (fast <= V.max(axis=0) + 1e-9).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 7).flatmap(
+        lambda n: st.tuples(
+            arrays(np.float64, (n, 3), elements=finite),
+            arrays(np.float64, (n, 3), elements=finite),
+            arrays(np.float64, (n, 2), elements=finite),
+        )
+    )
+)
+def test_causal_linear_attention_is_the_masked_quadratic_order(qkv):
+    Q, K, V = qkv
+    n = len(Q)
+    step = in_practice.causal_linear_attention(Q, K, V)
+    np.testing.assert_allclose(
+        step,
+        in_practice.linear_attention_quadratic(Q, K, V, mask=attnlab.causal_mask(n)),
+        atol=1e-9,
+    )
+    # row i sees only the first i + 1 tokens: it is full linear attention on that prefix
+    for i in range(n):
+        np.testing.assert_allclose(
+            step[i],
+            in_practice.linear_attention(Q[i : i + 1], K[: i + 1], V[: i + 1])[0],
+            atol=1e-9,
+        )
+
+
+def test_linear_weights_cannot_become_one_hot(rng):
+    K = rng.normal(size=(8, 16))
+    q = K[2]
+    curves = in_practice.sharpness(q, K, [1.0, 1e3])
+    assert curves["softmax_max"][-1] > 0.999
+    assert curves["linear_max"][-1] < 0.5
+    np.testing.assert_allclose(
+        in_practice.linear_attention_weights((1e6 * q)[None], K)[0],
+        in_practice.linear_limit(q, K),
+        atol=1e-5,
+    )
+
+
+def test_linear_costs():
+    c = in_practice.linear_costs(np.array([10, 100]), 8)
+    np.testing.assert_array_equal(c["quadratic_madds"], [1600, 160000])
+    np.testing.assert_array_equal(c["linear_madds"], [2 * 10 * 64 + 160, 2 * 100 * 64 + 1600])
+    # the quadratic order holds φ(Q) (n, d) too: at n = 4 < d it is the largest array
+    np.testing.assert_array_equal(
+        in_practice.linear_costs(np.array([4]), 8)["quadratic_largest"], [32]
+    )
+
+
+def test_entropy_curves_draw_the_median_and_the_band_of_every_run():
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import PolyCollection
+
+    from attnlab.lessons.ablation import Run
+
+    seeds, steps = 3, 4
+    runs = {
+        name: Run(
+            d_k=256,
+            divisor=name,
+            scale=1.0,
+            seeds=tuple(range(seeds)),
+            n_pairs=6,
+            loss=np.ones((seeds, steps)),
+            accuracy=np.linspace(0, 1, seeds * steps).reshape(seeds, steps),
+            entropy=np.full((seeds, steps), 0.5),
+            final_accuracy=np.ones(seeds),
+            final_entropy=np.zeros(seeds),
+        )
+        for name in ("√d_k", "1")
+    }
+    fig = in_practice.plot_entropy_curves(runs, n_pairs=6, n_values=16)
+    entropy_axes, loss_axes, accuracy_axes = fig.axes
+    assert [line.get_label() for line in accuracy_axes.lines] == ["÷ √d_k", "÷ 1"]
+    # The accuracy line is the median over the seeds, the band spans all of them.
+    np.testing.assert_allclose(
+        accuracy_axes.lines[0].get_ydata(), np.median(runs["1"].accuracy, axis=0)
+    )
+    bands = [c for c in accuracy_axes.collections if isinstance(c, PolyCollection)]
+    assert len(bands) == 2
+    ys = bands[0].get_paths()[0].vertices[:, 1]
+    assert np.isclose(ys.min(), 0) and np.isclose(ys.max(), 1)
+    plt.close(fig)
+
+
+def test_sdpa_backends_math_runs_everything():
+    torch = pytest.importorskip("torch")
+    x = torch.ones(1, 4, 2)
+    found = in_practice.sdpa_backends({"plain": {"query": x, "key": x, "value": x}})
+    assert "math" in found["plain"]
+
+
+def quadratic_answer(Q, K, V):
+    A = ex.elu_feature(Q) @ ex.elu_feature(K).T
+    return A / A.sum(axis=1, keepdims=True) @ V
+
+
+def test_linear_attention_in_the_quadratic_order_fails_on_memory():
+    result = check("linear_attention", quadratic_answer)
+    assert not result.passed
+    assert "right numbers" in result.message
+    # it names the left-to-right order of a chain of @, the usual way into this order
+    assert "from left to right" in result.message and "brackets" in result.message
+    # it points at the key side of both sums, without writing the denominator's code
+    assert "denominator" in result.message and result.message.rstrip().endswith("?")
+    for code in ("sum(axis=0)", "[:, None]", "φ(K)ᵀ 1", "phi(", "d_k numbers"):
+        assert code not in result.message
+
+
+def test_a_chain_of_at_signs_is_told_it_runs_left_to_right():
+    def chained(Q, K, V):
+        phi_q, phi_k = ex.elu_feature(Q), ex.elu_feature(K)
+        return phi_q @ phi_k.T @ V / (phi_q @ phi_k.sum(axis=0))[:, None]
+
+    result = check("linear_attention", chained)
+    assert not result.passed
+    assert "A chain of `@` is evaluated from left to right" in result.message
+
+
+def test_linear_attention_in_the_linear_order_passes_and_says_so():
+    result = check("linear_attention", solutions.linear_attention)
+    assert result.passed, result.message
+    assert "memory stays linear" in result.message and "not work" in result.message
+
+
+def test_an_answer_fixed_to_the_small_sizes_fails_on_the_large_input():
+    def small_only(Q, K, V):
+        out = solutions.linear_attention(Q, K, V)
+        return out if len(Q) < 100 else np.zeros_like(out)
+
+    result = check("linear_attention", small_only)
+    assert not result.passed and "2000" in result.message
+
+
+@pytest.mark.parametrize(("n_q", "n_k"), [(1, 1), (2, 5), (4, 4), (1, 9), (3, 8)])
+def test_the_lower_right_mask_agrees_with_numpy_and_the_solution(n_q, n_k):
+    from attnlab.exercises import solutions
+
+    mask = in_practice.causal_lower_right(n_q, n_k)
+    assert mask.dtype == bool and mask.shape == (n_q, n_k)
+    np.testing.assert_array_equal(mask, np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q))
+    np.testing.assert_array_equal(mask, solutions.causal_lower_right(n_q, n_k))
+    assert mask[-1].all()  # the newest token sees every key, its own included
+
+
+def _offset_mask(offset):
+    def answer(n_q, n_k):
+        return np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + offset(n_q, n_k)
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "named", "not_named"),
+    [
+        # A fixed offset of 3 gives the 'offset n_q' mask on 3 new tokens, but not on the
+        # others: it must get the first-wrong-row question, not that mistake's name.
+        (_offset_mask(lambda n_q, n_k: 3), "Row 0 of your mask", "number of new tokens"),
+        (_offset_mask(lambda n_q, n_k: n_k // 2), "Row 0 of your mask", "own key"),
+        (_offset_mask(lambda n_q, n_k: n_q), "number of new tokens", "Row 0"),
+        (_offset_mask(lambda n_q, n_k: 0), "aligned at the top left", "Row 0"),
+    ],
+)
+def test_a_mistake_is_named_only_when_it_explains_every_test_input(answer, named, not_named):
+    result = check("causal_lower_right", answer)
+    assert not result.passed
+    assert named in result.message and not_named not in result.message, result.message
+
+
+def test_a_wrong_lower_right_mask_is_not_shown_the_expected_mask():
+    message = check("causal_lower_right", _offset_mask(lambda n_q, n_k: 0)).message
+    assert "Your `causal_lower_right` returned, shape (3, 8)" in message
+    assert "Expected" not in message
+
+
+def test_a_torch_mask_object_is_named_not_misread():
+    torch = pytest.importorskip("torch")
+    from torch.nn.attention.bias import causal_lower_right as torch_mask
+
+    message = check("causal_lower_right", torch_mask).message
+    assert "PyTorch `CausalBias`" in message
+    plain = check("causal_lower_right", lambda n_q, n_k: torch.ones(n_q, n_k).tril(n_k - n_q))
+    assert plain.passed, plain.message
+
+
+def test_an_additive_mask_is_told_the_exercise_wants_the_bool_form():
+    def additive(n_q, n_k):
+        keep = np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + (n_k - n_q)
+        return np.where(keep, 0.0, -np.inf)
+
+    message = check("causal_lower_right", additive).message
+    assert "additive form" in message and "bool form" in message
+
+
+@pytest.mark.parametrize(
+    ("exercise", "answer_code"),
+    [
+        ("linear_attention", ("sum(axis=0)", "[:, None]", "np.exp(x)", "φ(K)ᵀ 1", "phi(")),
+        ("head_entropy", ("np.where", "> 0", "axis=-1", "axis=(-1", "mean(axis")),
+    ],
+)
+def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_code):
+    for text in feedback_texts(exercise):
+        for code in answer_code:
+            assert code not in text, (exercise, code, text)
+
+
+@pytest.mark.parametrize("exercise", ["linear_attention", "head_entropy"])
+def test_each_mistake_message_ends_with_a_question_or_a_pointer(exercise):
+    for text in feedback_texts(exercise):
+        assert text.rstrip().endswith("?"), text
+
+
+def test_figures_draw():
+    import matplotlib.pyplot as plt
+
+    curves = in_practice.sharpness(np.ones(3), np.eye(3), [1, 2])
+    for fig in (
+        in_practice.plot_sharpness([1, 2], curves, 0.5),
+        in_practice.plot_linear_cost([8, 16], [1e3, 4e3], [1e2, 2e2]),
+    ):
+        assert fig.axes
+        plt.close(fig)
+
+
+# ------------------------------------------------------------------ head_entropy
+
+
+def test_head_entropy_counts_masked_keys_as_zero_and_stays_quiet():
+    W = np.array([[[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]], [[1 / 3, 1 / 3, 1 / 3]] * 2])
+    with np.errstate(all="raise"):
+        got = in_practice.head_entropy(W)
+    np.testing.assert_allclose(got, [np.log(2) / 2, np.log(3)])
+    np.testing.assert_allclose(solutions.head_entropy(W), got)
+    np.testing.assert_allclose(ex.head_entropy_reference(W), got)
+    np.testing.assert_allclose(got, attnlab.entropy(W).mean(axis=-1))
+
+
+def test_head_entropy_passes_the_reference_and_attnlabs_entropy():
+    assert check("head_entropy", solutions.head_entropy).passed
+    assert check("head_entropy", lambda W: attnlab.entropy(W).mean(axis=-1)).passed
+
+
+def test_head_entropy_with_the_log_of_zero_is_told_about_zero_log_zero():
+    def naive(W):
+        return -(W * np.log(W)).sum(axis=-1).mean(axis=-1)
+
+    result = check("head_entropy", naive)
+    assert not result.passed
+    assert "0 · log 0" in result.message and "NaN" in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "named"),
+    [
+        (lambda W: -(W * np.log2(np.where(W > 0, W, 1))).sum(-1).mean(-1), "log₂"),
+        (lambda W: -(W * np.log(np.where(W > 0, W, 1))).sum(-1).sum(-1), "added up the entropies"),
+        (lambda W: -(W * np.log(np.where(W > 0, W, 1))).sum(-2).mean(-1), "down the columns"),
+        (lambda W: (W * np.log(np.where(W > 0, W, 1))).sum(-1).mean(-1), "negative"),
+        (
+            lambda W: -(W * np.log(np.where(W > 0, W, 1))).mean(-1).mean(-1),
+            "averaged over the keys",
+        ),
+    ],
+)
+def test_head_entropy_slips_are_named(answer, named):
+    result = check("head_entropy", answer)
+    assert not result.passed
+    assert named in result.message, result.message
+
+
+def test_head_entropy_over_the_wrong_axis_gets_the_shape_hint():
+    result = check("head_entropy", lambda W: attnlab.entropy(W).mean(axis=0))
+    assert not result.passed and "(H,)" in result.message
+
+
+def head_entropy_loop(W):
+    out = []
+    for head in np.asarray(W, dtype=float):
+        rows = [-sum(w * np.log(w) for w in row if w > 0) for row in head]
+        out.append(sum(rows) / len(rows))
+    return out
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        head_entropy_loop,
+        lambda W: -np.nansum(W * np.log(np.where(W > 0, W, np.nan)), axis=-1).mean(axis=-1),
+        lambda W: -(W * np.log(np.clip(W, 1e-300, None))).sum(-1).mean(-1).astype(np.float32),
+    ],
+)
+def test_other_right_answers_to_head_entropy_pass(answer):
+    result = check("head_entropy", answer)
+    assert result.passed, result.message
