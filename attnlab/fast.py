@@ -217,21 +217,9 @@ def attention(
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Scaled dot-product attention, tuned: the same result as :func:`attnlab.attention`.
 
-    Formula: ``softmax(Q Kᵀ · scale + mask) V`` with ``scale = 1/√d_k`` by default.
-
-    Shapes: Q ``(..., n_q, d_k)``, K ``(..., n_k, d_k)``, V ``(..., n_k, d_v)``;
-    the leading (batch, head) dimensions broadcast. Returns the output
-    ``(..., n_q, d_v)``, and with ``return_weights=True`` also the weights
-    ``(..., n_q, n_k)``, each row ≥ 0 and summing to 1.
-
-    ``mask``: bool, True = may attend (PyTorch's convention), or float,
-    added to the scaled scores (-inf allowed); broadcastable to
-    ``(..., n_q, n_k)``. ``causal=True`` lets query i see only keys j ≤ i and
-    combines with ``mask`` by AND. A query that may attend to no key at all
-    gets all-zero weights and an all-zero output row, never NaN.
-
-    Integer and bool inputs compute in float64; float16 computes in float32
-    and is returned as float16.
+    Formula, shapes, the ``mask`` and ``causal`` conventions, fully blocked rows and
+    dtypes: exactly as in :func:`attnlab.attention`, whose docstring is the contract;
+    the tests compare the two on every kind of input.
 
     Lesson: the formula is taught with :func:`attnlab.attention` in
     ``notebooks/05_values.ipynb``; this version is for code where speed is the

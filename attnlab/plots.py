@@ -109,6 +109,15 @@ class Heatmap:
         return self
 
 
+def log2_axes(ax, *, xlabel: str, ylabel: str, title: str) -> None:
+    """Both axes on a base-2 log scale (doublings of n or d_k), labelled, with a legend:
+    the finish of the course's "how does it grow?" figures (lessons 09 and 10)."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.legend(fontsize=8)
+
+
 def heatmap(M, ax=None, **kwargs) -> Heatmap:
     """Draw a labelled heatmap of a matrix (queries down, keys across by default).
 

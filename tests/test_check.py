@@ -6,6 +6,7 @@ declares with the message that names it, and turn anything an answer can do wron
 registry, so an exercise added to a lesson module is tested here without an edit.
 """
 
+import inspect
 import json
 import math
 import signal
@@ -753,13 +754,24 @@ def test_html_of_a_real_failure_escapes_the_learners_error():
 def test_solution_returns_the_reference_source(exercise):
     code = solution(exercise)
     assert isinstance(code, str)
-    assert code.startswith(f"def {exercise}(")
-    assert "return" in code
+    if inspect.signature(get_exercise(exercise).solution).parameters:
+        assert code.startswith(f"def {exercise}(")
+        assert "return" in code
+    else:  # a number to assign: shown as the answer cell would hold it
+        assert "def " not in code and "return" not in code
+        assert f"answer_{exercise} = " in code
     assert "raise" not in code  # no validation noise
     assert str(code) == repr(code) == code
     markdown = code._repr_markdown_()
     assert "```python\n" in markdown and code in markdown
     assert "notebooks/" in markdown
+
+
+@pytest.mark.parametrize("exercise", ["std_512", "attention_by_hand"])
+def test_a_number_solution_runs_as_an_answer_cell(exercise):
+    cell: dict = {"np": np}
+    exec(solution(exercise), cell)
+    assert check(exercise, cell[f"answer_{exercise}"]).passed
 
 
 def test_solution_mentions_the_functions_it_builds_on():

@@ -35,6 +35,8 @@ _NOT_NUMBERS = {
 Hint = Callable[[np.ndarray, np.ndarray, dict[str, Any]], "str | None"]
 # prepare(got, notes) -> got in the form to compare; may Fail or add a note to the PASS.
 Prepare = Callable[[np.ndarray, list[str]], np.ndarray]
+# (fits(error message, inputs), hint): a more specific hint for an error the answer raises.
+ErrorHint = tuple[Callable[[str, dict[str, Any]], bool], str]
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,9 @@ class ArrayCheck:
     is added when the learner's code stops on an IndexError that is not about shapes:
     an index past the end of an array it reads from, such as a table of biases.
     ``show_expected=False`` leaves the expected array out of a failure's example,
-    ``show_returned=False`` the learner's.
+    ``show_returned=False`` the learner's. ``error_hints`` are (test on the error message
+    and the inputs, hint) pairs for errors the answer raises; the first that fits replaces
+    the general ``shape_hint``.
     """
 
     cases: Callable[[], Sequence[Case]]
@@ -133,6 +137,7 @@ class ArrayCheck:
     # where the arrays are too big to read and the diagnosis says what matters.
     show_expected: bool = True
     show_returned: bool = True
+    error_hints: tuple[ErrorHint, ...] = ()
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         if not callable(answer):
@@ -163,16 +168,30 @@ class ArrayCheck:
     def _answer_on(
         self, answer, case: Case, want: np.ndarray, name: str, timeout, notes: list[str]
     ) -> np.ndarray:
-        value = call_answer(
-            answer,
-            case.inputs,
-            name=name,
-            timeout=timeout,
-            shape_hint=self.shape_hint,
-            index_hint=self.index_hint,
-        )
+        try:
+            value = call_answer(
+                answer,
+                case.inputs,
+                name=name,
+                timeout=timeout,
+                shape_hint=self.shape_hint,
+                index_hint=self.index_hint,
+            )
+        except TooSlow:
+            raise
+        except Fail as fail:
+            raise self._with_error_hint(fail, case) from None
         got = as_answer_array(value, name, want.ndim)
         return got if self.prepare is None else self.prepare(got, notes)
+
+    def _with_error_hint(self, fail: Fail, case: Case) -> Fail:
+        for fits, hint in self.error_hints:
+            if fits(fail.message, case.inputs):
+                head = fail.message
+                if self.shape_hint and head.endswith(" " + self.shape_hint):
+                    head = head[: -len(self.shape_hint) - 1]
+                return Fail(f"{head} {hint}")
+        return fail
 
     def _check_case(self, answer, case: Case, name: str, timeout, notes, cases) -> None:
         want = self._expected(case)

@@ -8,7 +8,6 @@ Lesson: ``notebooks/05_values.ipynb``.
 """
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +28,7 @@ from .arrays import (
     softmax_unnormalised,
     softmax_unshifted,
 )
-from .messages import Fail, TooSlow, array_block
+from .messages import Fail, array_block
 from .numbers import NumberCheck, Slip
 from .registry import register
 
@@ -103,29 +102,6 @@ _TRANSPOSED_MASK = (
     "Your mask is transposed: `mask` is already (n_q, n_k), one row per query, like the "
     "scores. Which way round must it be to line up with S?"
 )
-
-
-@dataclass(frozen=True)
-class ErrorHintCheck(ArrayCheck):
-    """An ArrayCheck in which an error the answer raises can get a more specific hint:
-    ``error_hints`` are (test on the error message and the inputs, hint) pairs; the first
-    that fits replaces the general ``shape_hint``."""
-
-    error_hints: tuple[tuple[Callable[[str, dict[str, Any]], bool], str], ...] = ()
-
-    def _answer_on(self, answer, case, want, name, timeout, notes):
-        try:
-            return super()._answer_on(answer, case, want, name, timeout, notes)
-        except TooSlow:
-            raise
-        except Fail as fail:
-            for fits, hint in self.error_hints:
-                if fits(fail.message, case.inputs):
-                    head = fail.message
-                    if self.shape_hint and head.endswith(" " + self.shape_hint):
-                        head = head[: -len(self.shape_hint) - 1]
-                    raise Fail(f"{head} {hint}") from None
-            raise
 
 
 def _attention_cases(seed: int, with_mask: bool) -> list[Case]:
@@ -482,7 +458,7 @@ register(
     LESSON,
     solutions.attention,
     "attention(Q, K, V) -> softmax(Q Kᵀ / √d_k) V, shape (n_q, d_v)",
-    ErrorHintCheck(
+    ArrayCheck(
         attention_cases,
         reference=attention,
         shape_rule="one row per query and one column per value feature, (n_q, d_v)",
@@ -878,7 +854,7 @@ register(
     solutions.masked_attention,
     "masked_attention(Q, K, V, mask) -> attention where only keys with mask True count, "
     "shape (..., n_q, d_v)",
-    ErrorHintCheck(
+    ArrayCheck(
         masked_attention_cases,
         reference=attention,
         shape_rule="the leading batch and head axes of Q, then one row per query and one "

@@ -34,7 +34,7 @@ from .arrays import (
     softmax_columns,
     softmax_rows,
 )
-from .messages import Fail, TooSlow
+from .messages import Fail
 from .registry import register
 
 LESSON = "notebooks/06_heads_and_masks.ipynb"
@@ -610,24 +610,9 @@ MASK_MISTAKES = (
 
 
 _AND_HINT = (
-    " Python's `and` asks one array for a single True or False, which it cannot give. "
+    "Python's `and` asks one array for a single True or False, which it cannot give. "
     "Use & for element-wise AND: `a & b` compares the two arrays entry by entry."
 )
-
-
-class _MaskCheck(ArrayCheck):
-    """An ArrayCheck that adds, when the answer stops on NumPy's "truth value ... is
-    ambiguous" (Python's ``and``/``or``/``if`` on an array), how to AND element-wise."""
-
-    def _answer_on(self, answer, case, want, name, timeout, notes):
-        try:
-            return super()._answer_on(answer, case, want, name, timeout, notes)
-        except TooSlow:
-            raise
-        except Fail as fail:
-            if "truth value of an array" in fail.message and _AND_HINT not in fail.message:
-                raise Fail(fail.message + _AND_HINT) from None
-            raise
 
 
 def _additive_mask(values: np.ndarray) -> None:
@@ -726,12 +711,13 @@ register(
     solutions.padding_causal_mask,
     "padding_causal_mask(lengths, n) -> bool (batch, n, n), True where key j < lengths[b] "
     "and j ≤ query i",
-    _MaskCheck(
+    ArrayCheck(
         mask_cases,
         reference=padding_causal_mask,
         shape_rule="one (n, n) mask per sequence: (batch, n, n)",
         mistakes=MASK_MISTAKES,
         prepare=_AS_BOOL_MASK,
+        error_hints=((lambda message, inputs: "truth value of an array" in message, _AND_HINT),),
         shape_hint=(
             "lengths is (batch,) and the positions 0 … n − 1 are (n,). Which shapes make a "
             "comparison of the two broadcast to (batch, n), and what axis does that need "

@@ -106,7 +106,10 @@ class SolutionCode(str):
     uses: tuple[str, ...]
 
     def __new__(cls, fn: Callable[..., Any], exercise: str, lesson: str, uses: Iterable[str]):
-        code = super().__new__(cls, textwrap.dedent(inspect.getsource(fn)).rstrip("\n"))
+        source = textwrap.dedent(inspect.getsource(fn)).rstrip("\n")
+        if not inspect.signature(fn).parameters:
+            source = _as_answer_cell(source, exercise)
+        code = super().__new__(cls, source)
         code.exercise, code.lesson, code.uses = exercise, lesson, tuple(uses)
         return code
 
@@ -119,6 +122,21 @@ class SolutionCode(str):
             names = ", ".join(f"`{u}`" for u in self.uses)
             head += f"\n\nIt calls {names}, from the earlier exercise of that name."
         return f"{head}\n\n```python\n{self}\n```"
+
+
+def _as_answer_cell(source: str, exercise: str) -> str:
+    """A solution with no arguments (the answer is a number the learner assigns) as the
+    answer cell would hold it: the body, with ``return x`` as ``answer_<exercise> = x``."""
+    body = textwrap.dedent(source.split("\n", 1)[1]).splitlines()
+    last = body[-1]
+    if last.startswith("return "):
+        value = last.removeprefix("return ")
+        target = f"answer_{exercise}"
+        if value.split("#")[0].strip() == target:
+            body.pop()
+        else:
+            body[-1] = f"{target} = {value}"
+    return "\n".join(body)
 
 
 def shape_text(shape: tuple[int, ...]) -> str:

@@ -66,7 +66,6 @@ def scaled_scores(Q, K):
 
 
 def std_512():
-    # In your answer cell, only the assignment to answer_std_512 is needed.
     d_k = 512
     # q·k₁ − q·k₂ = q·(k₁ − k₂). An entry of k₁ − k₂ has mean 0 and variance 1 + 1 = 2
     # (k₁ and k₂ are independent), and it is independent of q, so Var = σ_q² σ_k² d_k:

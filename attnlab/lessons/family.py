@@ -120,12 +120,12 @@ def plot_spreads(d_ks, spreads: dict):
     ax.plot(d_ks, spreads["scaled"], "o-", color=plots.ACCENT, label="q·k / √d_k")
     ax.plot(d_ks, spreads["additive"], "s-", color=plots.THIRD, label="additive vᵀtanh(…)")
     ax.plot(d_ks, spreads["bound"], "--", color=plots.THIRD, lw=1, label="bound ‖v‖₁")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
-    ax.set_xlabel("d_k")
-    ax.set_ylabel("standard deviation of the scores")
-    ax.set_title("how the scores spread as d_k grows")
-    ax.legend(fontsize=8)
+    plots.log2_axes(
+        ax,
+        xlabel="d_k",
+        ylabel="standard deviation of the scores",
+        title="how the scores spread as d_k grows",
+    )
     return fig
 
 
@@ -451,12 +451,12 @@ def plot_counts(ns, counts: dict):
     styles = ["o-", "s--", "^:", "D-.", "v-"]
     for (name, c), colour, style in zip(counts.items(), colours, styles, strict=False):
         ax.plot(ns, np.asarray(c) / ns**2, style, color=colour, label=name, ms=4, mfc="none")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
-    ax.set_xlabel("sequence length n")
-    ax.set_ylabel("fraction of the n² scores computed")
-    ax.set_title("how much of the score matrix each pattern keeps")
-    ax.legend(fontsize=8)
+    plots.log2_axes(
+        ax,
+        xlabel="sequence length n",
+        ylabel="fraction of the n² scores computed",
+        title="how much of the score matrix each pattern keeps",
+    )
     return fig
 
 

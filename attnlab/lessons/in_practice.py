@@ -187,12 +187,12 @@ def plot_linear_cost(ns, quadratic_bytes, linear_bytes):
             label="(φ(Q) φ(K)ᵀ) V")  # fmt: skip
     ax.plot(ns, np.asarray(linear_bytes) / 2**20, "s-", color=plots.ACCENT,
             label="φ(Q) (φ(K)ᵀ V)")  # fmt: skip
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
-    ax.set_xlabel("sequence length n")
-    ax.set_ylabel("peak memory (MiB)")
-    ax.set_title("one result, two orders of multiplication")
-    ax.legend(fontsize=8)
+    plots.log2_axes(
+        ax,
+        xlabel="sequence length n",
+        ylabel="peak memory (MiB)",
+        title="one result, two orders of multiplication",
+    )
     return fig
 
 

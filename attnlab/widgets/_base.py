@@ -210,3 +210,24 @@ class CourseWidget(widgets.VBox):
         if bundle:
             bundle["text/plain"] = FALLBACK_NOTE
         return bundle
+
+
+def temperature_slider(example_values: Iterable[float]) -> widgets.FloatLogSlider:
+    """A log slider for a softmax temperature τ from 0.1 to 10, starting at 1.
+
+    ``example_values`` are values a learner would try, for the latency benchmark (which
+    cannot guess a log scale).
+    """
+    slider = widgets.FloatLogSlider(
+        value=1.0,
+        base=10,
+        min=-1,
+        max=1,
+        step=0.02,
+        description="temperature τ",
+        readout_format=".2f",
+        style={"description_width": "initial"},
+        layout=widgets.Layout(width="420px"),
+    )
+    slider.example_values = list(example_values)
+    return slider

@@ -37,6 +37,22 @@ def learner_array(x: Any, name: str, ndim: int) -> np.ndarray:
     return arr.astype(np.float64)
 
 
+def token_matrix(
+    x: Any, name: str, tokens: tuple[int, int], max_dim: int, shown_by: str
+) -> np.ndarray:
+    """``learner_array(x, name, 2)`` with ``tokens[0]..tokens[1]`` rows and 1..``max_dim``
+    columns, or a ValueError naming ``name`` and what ``shown_by`` (e.g. "the gallery") shows."""
+    arr = learner_array(x, name, ndim=2)
+    low, high = tokens
+    if not low <= arr.shape[0] <= high:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} rows; {shown_by} shows {low} to {high} tokens."
+        )
+    if not 1 <= arr.shape[1] <= max_dim:
+        raise ValueError(f"{name} has {arr.shape[1]} columns; {shown_by} takes 1 to {max_dim}.")
+    return arr
+
+
 def whole_number(x: Any, name: str, what: str, low: int, high: int | None = None) -> int:
     """``x`` as an int in ``low..high``, or a TypeError/ValueError naming ``name``.
 

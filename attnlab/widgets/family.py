@@ -32,7 +32,7 @@ from .. import plots
 from ..lessons.family import block_mask, global_mask, layers_to_connect, local_mask, reach
 from ..softmax import entropy, softmax
 from ._base import CourseWidget
-from ._check import learner_array, whole_number
+from ._check import token_matrix, whole_number
 
 MIN_TOKENS, MAX_TOKENS = 4, 32
 MAX_DIM = 64
@@ -178,15 +178,7 @@ class FamilyExplorer(CourseWidget):
 
 
 def _matrix(x: Any, name: str) -> np.ndarray:
-    arr = learner_array(x, name, ndim=2)
-    if not MIN_TOKENS <= arr.shape[0] <= MAX_TOKENS:
-        raise ValueError(
-            f"{name} has {arr.shape[0]} rows; the explorer shows {MIN_TOKENS} to "
-            f"{MAX_TOKENS} tokens."
-        )
-    if not 1 <= arr.shape[1] <= MAX_DIM:
-        raise ValueError(f"{name} has {arr.shape[1]} columns; the explorer takes 1 to {MAX_DIM}.")
-    return arr
+    return token_matrix(x, name, (MIN_TOKENS, MAX_TOKENS), MAX_DIM, "the explorer")
 
 
 def family_explorer(Q: Any = None, K: Any = None) -> FamilyExplorer:

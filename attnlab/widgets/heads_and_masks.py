@@ -26,8 +26,8 @@ from ..attention import attention
 from ..lessons.heads_and_masks import GLOBAL_TOKEN, PATTERNS, SHARPNESS, WIDE_QUERY, pattern_qk
 from ..masks import causal_mask
 from ..softmax import entropy, softmax
-from ._base import CourseWidget
-from ._check import learner_array, whole_number
+from ._base import CourseWidget, temperature_slider
+from ._check import token_matrix, whole_number
 
 MIN_TOKENS, MAX_TOKENS = 6, 24
 DEFAULT_TOKENS = 12
@@ -73,18 +73,7 @@ class PatternGallery(CourseWidget):
         picker = widgets.ToggleButtons(
             options=names, value=names[0], description="pattern", style={"button_width": "104px"}
         )
-        slider = widgets.FloatLogSlider(
-            value=1.0,
-            base=10,
-            min=-1,
-            max=1,
-            step=0.02,
-            description="temperature τ",
-            readout_format=".2f",
-            style={"description_width": "initial"},
-            layout=widgets.Layout(width="420px"),
-        )
-        slider.example_values = [*TEMPERATURES, 1.0]  # for the latency benchmark (a log scale)
+        slider = temperature_slider([*TEMPERATURES, 1.0])
         return {"pattern": picker, "temperature": slider}
 
     def arrange(self) -> list[Any]:
@@ -143,15 +132,7 @@ class PatternGallery(CourseWidget):
 
 
 def _matrix(x: Any, name: str) -> np.ndarray:
-    arr = learner_array(x, name, ndim=2)
-    if not MIN_TOKENS <= arr.shape[0] <= MAX_TOKENS:
-        raise ValueError(
-            f"{name} has {arr.shape[0]} rows; the gallery shows "
-            f"{MIN_TOKENS} to {MAX_TOKENS} tokens."
-        )
-    if not 1 <= arr.shape[1] <= MAX_DIM:
-        raise ValueError(f"{name} has {arr.shape[1]} columns; the gallery takes 1 to {MAX_DIM}.")
-    return arr
+    return token_matrix(x, name, (MIN_TOKENS, MAX_TOKENS), MAX_DIM, "the gallery")
 
 
 def pattern_gallery(n: int | None = None, Q: Any = None, K: Any = None) -> PatternGallery:

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import plots
 from ..softmax import softmax, softmax_jacobian
-from ._base import CourseWidget
+from ._base import CourseWidget, temperature_slider
 from ._check import learner_array
 
 DEFAULT_SCORES = (2.0, 1.0, 0.5, 0.0, -1.0)
@@ -87,19 +87,7 @@ class SoftmaxExplorer(CourseWidget):
         super().__init__()
 
     def make_controls(self) -> dict[str, Any]:
-        slider = widgets.FloatLogSlider(
-            value=1.0,
-            base=10,
-            min=-1,
-            max=1,
-            step=0.02,
-            description="temperature τ",
-            readout_format=".2f",
-            style={"description_width": "initial"},
-            layout=widgets.Layout(width="420px"),
-        )
-        # Values a learner would try, for the latency benchmark (which cannot guess a log scale).
-        slider.example_values = [*TEMPERATURES, 1.0]
+        slider = temperature_slider([*TEMPERATURES, 1.0])
         return {"temperature": slider}
 
     def arrange(self) -> list[Any]:
