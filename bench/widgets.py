@@ -63,25 +63,12 @@ def measure(widget, repeats: int = 3) -> dict:
     }
 
 
-def example_arguments(name: str) -> tuple:
-    """What a factory is given here: nothing, or (for ``ablation_curves``) a short ablation.
-
-    ``ablation_curves`` shows a lesson's training runs; a few short ones suffice to
-    time its redraws (the training is not timed).
-    """
-    if name != "ablation_curves":
-        return ()
-    from attnlab.lessons import ablation
-
-    return (ablation.run_ablation(d_ks=(16, 64), divisors=("1", "√d_k"), seeds=(0, 1), steps=40),)
-
-
 def run(names=None) -> dict:
     import attnlab.widgets as w
 
     results = {}
     for name in names or w.FACTORIES:
-        widget = getattr(w, name)(*example_arguments(name))
+        widget = getattr(w, name)()
         measure(widget, repeats=1)  # warm up: fonts, caches, first layout
         results[name] = measure(widget)
     return results

@@ -26,7 +26,6 @@ from attnlab.exercises.numbers import NumberCheck
 
 IDS = (
     "best_key",
-    "cross_scores",
     "scaled_scores",
     "largest_jacobian_entry",
     "softmax",
@@ -180,19 +179,22 @@ def linear_attention_einsum(Q, K, V):
 CORRECT = [
     ("best_key", lambda q, length: length * q / math.sqrt(sum(x * x for x in q))),
     ("best_key", lambda q, length: (q * length / np.linalg.norm(q)).astype(np.float32)),
-    ("cross_scores", lambda X_q, X_kv, W_Q, W_K: (X_q @ W_Q) @ (X_kv @ W_K).T),
-    ("cross_scores", lambda X_q, X_kv, W_Q, W_K: X_q @ (W_Q @ W_K.T) @ X_kv.T),
-    ("cross_scores", lambda X_q, X_kv, W_Q, W_K: scores_loop(X_q @ W_Q, X_kv @ W_K)),
-    ("cross_scores", lambda X_q, X_kv, W_Q, W_K: np.einsum("id,de,je->ij", X_q, W_Q @ W_K.T, X_kv)),
     (
-        "cross_scores",
-        lambda X_q, X_kv, W_Q, W_K: [[float(np.dot(x @ W_Q, y @ W_K)) for y in X_kv] for x in X_q],
+        "new_token_scores",
+        lambda x, K_cache, W_Q, W_K: np.append(K_cache @ (x @ W_Q), (x @ W_Q) @ (x @ W_K)),
     ),
     (
-        "cross_scores",
-        lambda *a: (a[0] @ a[2]).astype(np.float32) @ (a[1] @ a[3]).astype(np.float32).T,
+        "new_token_scores",
+        lambda x, K_cache, W_Q, W_K: [float(k @ (x @ W_Q)) for k in [*K_cache, x @ W_K]],
     ),
-    ("cross_scores", lambda X_q, X_kv, W_Q, W_K: np.dot(X_q @ W_Q, np.transpose(X_kv @ W_K))),
+    (
+        "new_token_scores",
+        lambda x, K_cache, W_Q, W_K: np.concatenate([K_cache, [x @ W_K]]) @ W_Q.T @ x,
+    ),
+    ("score_matrix", lambda W_Q, W_K: W_Q @ W_K.T),
+    ("score_matrix", lambda W_Q, W_K: (W_K @ W_Q.T).T),
+    ("score_matrix", lambda W_Q, W_K: np.einsum("ik,jk->ij", W_Q, W_K)),
+    ("score_matrix", lambda W_Q, W_K: scores_loop(W_Q, W_K)),
     ("scaled_scores", lambda Q, K: Q @ K.T / np.sqrt(K.shape[-1])),
     ("scaled_scores", scaled_scores_loop),
     ("scaled_scores", lambda Q, K: np.einsum("id,jd->ij", Q, K) * Q.shape[1] ** -0.5),
@@ -403,6 +405,58 @@ def test_a_right_masked_softmax_that_warns_on_an_empty_row_fails():
     assert "every key of row 1 blocked" in result.message
 
 
+def _masked_shift_fixed_divisor_not(x, mask):
+    kept = np.where(mask, x, -np.inf)
+    m = kept.max(axis=-1, keepdims=True)
+    e = np.exp(kept - np.where(m > -np.inf, m, 0.0))
+    return e / e.sum(axis=-1, keepdims=True)  # 0 / 0 on an empty row
+
+
+def _masked_unshifted_empty_row(x, mask):
+    kept = np.where(mask, x, -np.inf)
+    e = np.exp(kept - kept.max(axis=-1, keepdims=True))  # -inf - (-inf) on an empty row
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _masked_with_ma(x, mask):
+    xm = np.ma.masked_array(x, mask=~np.broadcast_to(mask, x.shape))
+    e = np.ma.exp(xm - xm.max(axis=-1, keepdims=True))  # exp of the blocked scores too
+    return (e / e.sum(axis=-1, keepdims=True)).filled(0.0)
+
+
+def _masked_boolean_index(x, mask):
+    x = x.copy()
+    x[~mask] = -np.inf  # an IndexError for a 1-D mask
+    return np.nan_to_num(masked_divide_where(x, np.isfinite(x)))
+
+
+def _masked_loop_mask_i(x, mask):
+    out = np.zeros(x.shape)
+    for i in range(x.shape[0]):
+        row = np.where(mask[i], x[i], -np.inf)  # a 1-D mask: the flag of key i
+        if np.isfinite(row).any():
+            e = np.exp(row - row.max())
+            out[i] = e / e.sum()
+    return out
+
+
+@pytest.mark.parametrize(
+    ("answer", "said", "not_said"),
+    [
+        (_masked_shift_fixed_divisor_not, "Your shift is fine there", "-inf - (-inf)"),
+        (_masked_unshifted_empty_row, "-inf - (-inf) is NaN", "Your shift is fine"),
+        (_masked_with_ma, "overflow encountered in exp", "every key blocked"),
+        (_masked_boolean_index, "one flag per key, shared by every row", "keepdims"),
+        (_masked_loop_mask_i, "`mask[i]` is then the flag of key i", "where do the blocked"),
+    ],
+)
+def test_masked_softmax_feedback_names_the_step_that_fails(answer, said, not_said):
+    result = check("masked_softmax", answer)
+    assert not result.passed
+    assert said in result.message
+    assert not_said not in result.message
+
+
 def _mask_by_arithmetic(x, mask):
     kept = x * mask + (~mask) * -np.inf  # False · (-inf) is nan
     e = np.exp(kept - kept.max(axis=-1, keepdims=True))
@@ -544,6 +598,8 @@ def test_reversed_shape_hints_at_a_transpose():
         (lambda x: x + 0j, "complex numbers"),
         (lambda x: [[1.0, 2.0], [3.0]], "cannot turn into one array"),
         (lambda x: (stable_softmax(x), x), "returned 2 arrays"),
+        # the output and its weights, of different shapes: still two things, not ragged rows
+        (lambda x: (stable_softmax(x), stable_softmax(x)[..., None]), "returned 2 arrays"),
         (lambda x: np.full(x.shape, np.nan), "NaN or inf"),
         (lambda x: np.full(x.shape, np.inf), "NaN or inf"),
     ],
@@ -777,14 +833,13 @@ def test_a_number_solution_runs_as_an_answer_cell(exercise):
 def test_solution_mentions_the_functions_it_builds_on():
     assert solution("attention").uses == ("softmax",)
     assert "It calls `softmax`" in solution("attention")._repr_markdown_()
-    assert solution("cross_scores").uses == ()
+    assert solution("score_matrix").uses == ()
 
 
 def test_exercises_know_their_lessons():
     lessons = {exercise: get_exercise(exercise).lesson for exercise in IDS}
     assert lessons == {
         "best_key": "notebooks/01_dot_product.ipynb",
-        "cross_scores": "notebooks/01_dot_product.ipynb",
         "scaled_scores": "notebooks/02_variance.ipynb",
         "largest_jacobian_entry": "notebooks/03_scaling.ipynb",
         "softmax": "notebooks/04_softmax.ipynb",
@@ -841,7 +896,7 @@ spec.loader.exec_module(exercises)
 from attnlab.exercises.arrays import ArrayCheck
 from attnlab.exercises.registry import register
 try:
-    taken_id = exercises.solutions.cross_scores
+    taken_id = exercises.solutions.best_key
     register("notebooks/98_other.ipynb", taken_id, "", ArrayCheck(list, abs, ""))
 except ValueError as exc:
     taken = str(exc)
@@ -862,7 +917,7 @@ def test_a_new_lesson_is_one_module_found_without_any_other_edit(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout)
-    assert seen["ids"][-1] == "double" and "cross_scores" in seen["ids"]
+    assert seen["ids"][-1] == "double" and "best_key" in seen["ids"]
     assert seen["right"].startswith("PASS")
     assert seen["wrong"].startswith("FAIL: You tripled x.")
     assert seen["solution"].startswith("def double(x):")
@@ -944,7 +999,7 @@ def test_renormalising_after_the_softmax_is_named_where_it_gives_nan():
     assert not result and "0 / 0 is NaN" in result.message
 
 
-@pytest.mark.parametrize("exercise", ["softmax", "alibi_biases", "cross_scores"])
+@pytest.mark.parametrize("exercise", ["softmax", "alibi_biases", "score_matrix"])
 def test_an_answer_of_only_zeros_is_asked_whether_it_is_a_placeholder(exercise):
     def zeros(*args):
         return np.zeros_like(np.asarray(get_exercise(exercise).solution(*args), dtype=float))

@@ -387,37 +387,52 @@ def test_twin_table_claims_and_figure(twins, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 + 3 * len(lesson.TWIN_CORNERS)
     table = "\n".join(lines)
-    assert "÷√d_k, init × d_k^¼       × d_k^¼         × 1" in table
-    assert "÷1 (no scaling)           × d_k^¼         × d_k^¼" in table
+    assert "÷√d_k, init × d_k^¼  × d_k^¼   × 1" in table
+    assert "÷1 (no scaling)      × d_k^¼   × d_k^¼" in table
+    assert "final accuracy" in lines[0]
     found = lesson.twin_claims(twins)
-    assert len(found) == 4
+    assert len(found) == 7
     lesson.print_claims(found)
-    assert len(capsys.readouterr().out.splitlines()) == 4
+    assert len(capsys.readouterr().out.splitlines()) == 7
     fig = lesson.plot_curves(twins, divisors=lesson.TWIN_CORNERS, entropy_row=False)
     assert len(fig.axes[0].get_lines()) >= len(lesson.TWIN_CORNERS)
     matplotlib.pyplot.close("all")
 
 
 def test_each_twin_claim_can_hold_and_fail(twins):
-    def with_accuracy(runs, changes):
+    lr, init = lesson.TWIN_CORNERS[1], lesson.TWIN_CORNERS[2]
+
+    def with_accuracy(runs, changes, finals=()):
         out = dict(runs)
-        for key, value in changes.items():
-            out[key] = _with(runs[key], accuracy=np.full_like(runs[key].accuracy, value))
+        for key, run in runs.items():
+            value = changes.get(key, 0.9)
+            if isinstance(value, tuple):  # (accuracy over the first 50 steps, after them)
+                accuracy = np.full_like(run.accuracy, value[1])
+                accuracy[:, :50] = value[0]
+            else:
+                accuracy = np.full_like(run.accuracy, value)
+            final = np.full_like(run.final_accuracy, dict(finals).get(key, 0.99))
+            out[key] = _with(run, accuracy=accuracy, final_accuracy=final)
         return out
 
-    lr, init = lesson.TWIN_CORNERS[1], lesson.TWIN_CORNERS[2]
     ideal = {(d, "√d_k"): 0.9 for d in (16, 64, 256)}
-    ideal.update({(64, lr): 0.89, (64, init): 0.8, (256, lr): 0.7, (256, init): 0.7})
+    ideal.update({(64, lr): 0.89, (64, init): 0.8, (256, lr): (0.7, 0.7), (256, init): 0.6})
     ideal.update({(16, lr): 0.9, (16, init): 0.85, (16, "1"): 0.85, (64, "1"): 0.7})
     ideal[(256, "1")] = 0.6
-    assert all(c.holds for c in lesson.twin_claims(with_accuracy(twins, ideal)))
-    for change, index in [
-        ({(64, lr): 0.8}, 0),
-        ({(64, init): 0.87}, 1),
-        ({(256, lr): 0.85}, 2),
-        ({(16, init): 0.7}, 3),
+    finals = {(256, lr): 0.9, (256, "1"): 0.88, (256, init): 0.98}
+    assert all(c.holds for c in lesson.twin_claims(with_accuracy(twins, ideal, finals)))
+    for change, final, index in [
+        ({(64, lr): 0.8}, {}, 0),
+        ({(64, init): 0.87}, {}, 1),
+        ({(256, lr): (0.85, 0.85)}, {}, 2),
+        ({(16, init): 0.7}, {}, 3),
+        ({}, {(64, "1"): 0.9}, 4),
+        ({(256, lr): (0.62, 0.7)}, {}, 5),
+        ({}, {(256, lr): 0.96}, 6),
+        ({}, {(256, "1"): 0.96}, 6),
     ]:
-        assert not lesson.twin_claims(with_accuracy(twins, {**ideal, **change}))[index].holds
+        broken = with_accuracy(twins, {**ideal, **change}, {**finals, **final})
+        assert not lesson.twin_claims(broken)[index].holds, index
 
 
 def test_learning_rate_sweep_and_its_claim(capsys):
@@ -705,6 +720,13 @@ grad_q = solutions.attention_grad_q  # not the course's own: the checker refuses
             ),
             "softmax down each column",
         ),
+        (
+            lambda Q, K, V, G, s: (
+                s * attnlab.softmax_backward(G @ V.T, attnlab.softmax(s * Q @ K.T)) @ K
+            ),
+            "swapped the arguments of `softmax_backward`",
+        ),
+        (lambda Q, K, V, G, s: attnlab.softmax(s * Q @ K.T).T @ G, "which is ∂L/∂V"),
     ],
 )
 def test_attention_grad_q_names_new_mistakes(answer, phrase):
@@ -718,15 +740,21 @@ def test_attention_grad_q_names_new_mistakes(answer, phrase):
 
 
 def test_attention_grad_q_shape_hint_asks_rather_than_tells():
-    def answer(Q, K, V, G, s):
-        if Q.shape == K.shape == V.shape:  # right on the square input, a shape error after
-            return grad_q(Q, K, V, G, s)
-        return s * (G @ V) @ K
+    def answer(Q, K, V, G, s):  # Gᵀ V for G Vᵀ: a shape error on the first input already
+        return s * attnlab.softmax_backward(attnlab.softmax(s * Q @ K.T), G.T @ V) @ K
 
     result = check("attention_grad_q", answer)
     assert not result.passed
+    assert "Test input" not in result.message  # it stopped on the first input, with a hint
     assert "which product turns (n_q, n_k) into (n_q, d_k)?" in result.message
     assert "G Vᵀ" not in result.message
+
+
+def test_attention_grad_q_first_input_has_fewer_queries_than_keys():
+    # A result with the shape of another gradient (∂L/∂K, ∂L/∂V) shows on the first input.
+    first = exercise.grad_q_cases()[0].inputs
+    n_q, n_k = first["Q"].shape[0], first["K"].shape[0]
+    assert n_q < n_k
 
 
 def test_no_message_has_a_full_stop_after_a_question():

@@ -51,12 +51,76 @@ def test_one_blas_thread_restores_the_setting_and_products_still_work():
     with lesson.one_blas_thread() as pinned:
         assert isinstance(pinned, bool)
         assert float((a @ a)[0, 0]) == 64.0
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    blas = [p for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+    with lesson.one_blas_thread() as pinned:
+        # True exactly when a BLAS library is found and runs on one thread.
+        assert pinned == bool(blas)
+        if blas:
+            assert all(
+                p["num_threads"] == 1
+                for p in threadpoolctl.threadpool_info()
+                if p["user_api"] == "blas"
+            )
+    assert [
+        p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"
+    ] == [p["num_threads"] for p in blas]
+
+
+def test_one_blas_thread_says_no_when_no_blas_is_found(monkeypatch):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: [])
+    with lesson.one_blas_thread() as pinned:
+        assert pinned is False
+    cost = lesson.measure_cost([32, 64], d=4, repeats=1)
+    assert cost.one_thread is False
+    fig = lesson.plot_cost(cost)
+    assert "one BLAS thread" not in fig.axes[0].get_title()
+    matplotlib.pyplot.close(fig)
     functions = lesson._openblas_thread_functions()
     if functions is not None:
         before = functions[0]()
         with lesson.one_blas_thread():
             assert functions[0]() == 1
         assert functions[0]() == before
+
+
+class _FakeProcessTime:
+    """A processor-time clock that advances 1 µs per call but reports it in steps of ``tick``."""
+
+    def __init__(self, tick):
+        self.tick, self.calls = tick, 0
+
+    def __call__(self):
+        self.calls += 1
+        return math.floor(self.calls * 1e-6 / self.tick) * self.tick if self.tick else 0.0
+
+
+@pytest.fixture
+def fresh_clock():
+    lesson._clock.cache_clear()
+    yield
+    lesson._clock.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("platform", "tick", "expected"),
+    [
+        ("linux", 1e-6, "process"),  # fine steps: processor time
+        ("linux", 0.015625, "wall"),  # coarse steps, whatever the reported resolution
+        ("linux", 0.0, "wall"),  # a clock that never moves
+        ("win32", 1e-6, "wall"),  # never processor time on Windows
+    ],
+)
+def test_clock_measures_the_real_tick(monkeypatch, fresh_clock, platform, tick, expected):
+    fake = _FakeProcessTime(tick)
+    monkeypatch.setattr(lesson.sys, "platform", platform)
+    monkeypatch.setattr(lesson.time, "process_time", fake)
+    chosen = lesson._clock()
+    assert chosen is (fake if expected == "process" else time.perf_counter)
+    assert lesson._clock() is chosen  # chosen once
+    if tick:
+        assert lesson._process_time_tick(cap=1.0) == pytest.approx(tick, rel=1e-6)
 
 
 def test_best_time_keeps_the_fastest_run():
@@ -171,7 +235,7 @@ def test_weights_round_more_gently_than_scores():
             assert 0 < via_p < via_s
 
 
-def test_running_sum_stalls_in_16_bits():
+def test_running_sum_loses_small_terms_in_16_bits():
     ones = np.ones(600)
     assert lesson.running_sum(ones, "float64") == 600
     assert lesson.running_sum(ones, "float32") == 600
@@ -255,6 +319,26 @@ def test_longest_sequence_matches_a_plain_search_on_small_budgets():
         assert lesson.longest_sequence(memory, 8, 4) == longest_by_search(memory, 8, 4)
 
 
+def test_a_slow_search_on_a_large_budget_is_told_to_double_and_halve():
+    def count_up(memory_bytes, d, bytes_per_number):
+        if memory_bytes < 10**9:
+            return lesson.longest_sequence(memory_bytes, d, bytes_per_number)
+        while True:  # as slow as counting up to tens of millions
+            time.sleep(0.01)
+
+    result = check("longest_sequence", count_up, timeout=0.2)
+    assert not result.passed
+    assert "double n" in result.message and "endless loop" not in result.message
+    assert str(lesson.longest_sequence(24 * 2**30, 128, 2)) not in result.message
+
+    def endless(memory_bytes, d, bytes_per_number):
+        while True:
+            time.sleep(0.01)
+
+    result = check("longest_sequence", endless, timeout=0.2)
+    assert "endless loop" in result.message and "double n" not in result.message
+
+
 def test_off_by_one_on_a_large_budget_fails_although_within_tolerance():
     def one_more(memory_bytes, d, bytes_per_number):
         n = lesson.longest_sequence(memory_bytes, d, bytes_per_number)
@@ -273,6 +357,41 @@ def test_an_unrounded_root_is_told_to_round_down():
         ),
     )
     assert not result.passed and "Round down" in result.message
+
+
+def test_the_extra_n_d_at_the_peak_is_the_copy_of_v_not_of_q():
+    # S, P, the copy of V into the working dtype and O: 2 n² + 2 n d_v numbers; d_k has no effect.
+    n = 1024
+    for d_k, d_v in [(64, 8), (8, 64)]:
+        rng = np.random.default_rng(0)
+        Q, K = (rng.standard_normal((n, d_k), dtype=np.float32) for _ in range(2))
+        V = rng.standard_normal((n, d_v), dtype=np.float32)
+        measured = lesson.peak_bytes(attnlab.attention, Q, K, V, return_weights=True)
+        assert abs(measured - (2 * n * n + 2 * n * d_v) * 4) < 0.02 * measured
+
+
+def test_memory_traffic_ratio_is_about_2_block_q_over_d():
+    plain, tiled = lesson.memory_traffic(4096, 64, 128)
+    assert plain == 4 * 4096**2 + 4 * 4096 * 64
+    assert tiled == 2 * 4096 * 64 + 2 * 4096 * 64 * 32
+    for n in (2**12, 2**15, 2**17):
+        plain, tiled = lesson.memory_traffic(n, 64, 128)
+        assert 3.9 < plain / tiled < 4.0
+    assert lesson.memory_traffic(100, 8, 64)[1] == 2 * 100 * 8 * (1 + 2)  # a short last block
+
+
+def test_sixteen_bit_inputs_already_cost_16_bit_accuracy():
+    Q, K, V = lesson.grid_qkv(0)
+    assert all(np.array_equal(a, np.round(a * 2**12) / 2**12) for a in (Q, K, V))
+    for s_only, qk, both in lesson.input_rounding_errors(Q, K, V, 1 / 8).values():
+        assert 0 < qk and qk < both  # a second rounding, of S, adds to the first
+        assert 0.1 < qk / s_only < 10  # the inputs' rounding is of the same size
+
+
+def test_peaky_rows_grow_with_the_spread():
+    shares = lesson.peaky_rows(np.array([1.0, 3.0, 8.0]))
+    assert shares[0] == 0 and shares[1] < 0.1 and 0.3 < shares[2] < 0.7
+    assert np.all(np.diff(shares) >= 0)
 
 
 def test_the_peak_model_is_close_to_the_measured_peak_for_long_sequences():
@@ -434,18 +553,30 @@ def test_odd_answers_fail_kindly():
 # --------------------------------------------------------- exercise: merge_states
 
 
-def merge_in_arrays(m1, l1, m2, l2):
+def merge_in_arrays(m1, l1, o1, m2, l2, o2):
     m = np.maximum(m1, m2)
-    return np.array([m, l1 * np.exp(m1 - m) + l2 * np.exp(m2 - m)])
+    a, b = np.exp(m1 - m), np.exp(m2 - m)
+    return np.array([m, l1 * a + l2 * b, o1 * a + o2 * b])
 
 
-def merge_by_cases(m1, l1, m2, l2):
+def merge_by_cases(m1, l1, o1, m2, l2, o2):
     if m1 >= m2:
-        return m1, l1 + l2 * math.exp(m2 - m1)
-    return m2, l1 * math.exp(m1 - m2) + l2
+        f = math.exp(m2 - m1)
+        return m1, l1 + l2 * f, o1 + o2 * f
+    f = math.exp(m1 - m2)
+    return m2, l1 * f + l2, o1 * f + o2
 
 
-@pytest.mark.parametrize("answer", [solutions.merge_states, merge_in_arrays, merge_by_cases])
+def merge_as_list(m1, l1, o1, m2, l2, o2):
+    m = max(m1, m2)
+    factors = [math.exp(m1 - m), math.exp(m2 - m)]
+    return [m, l1 * factors[0] + l2 * factors[1], o1 * factors[0] + o2 * factors[1]]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [solutions.merge_states, merge_in_arrays, merge_by_cases, merge_as_list],
+)
 def test_correct_merge_states_answers_pass(answer):
     result = check("merge_states", answer)
     assert result.passed, result.message
@@ -454,21 +585,53 @@ def test_correct_merge_states_answers_pass(answer):
 def test_merge_states_gives_the_state_of_the_whole_row():
     rng = np.random.default_rng(5)
     for _ in range(20):
-        s = rng.normal(size=10) * 30
+        s, v = rng.normal(size=10) * 30, rng.normal(size=10)
         cut = int(rng.integers(1, 10))
-        parts = [(p.max(), np.exp(p - p.max()).sum()) for p in (s[:cut], s[cut:])]
-        m, total = solutions.merge_states(*parts[0], *parts[1])
+        parts = [lesson.block_state(s[:cut], v[:cut]), lesson.block_state(s[cut:], v[cut:])]
+        m, total, o = solutions.merge_states(*parts[0], *parts[1])
         assert m == s.max()
         assert total == pytest.approx(np.exp(s - s.max()).sum())
+        assert o / total == pytest.approx(attnlab.softmax(s) @ v)
+        assert lesson.merge_states(*parts[0], *parts[1]) == pytest.approx((m, total, o))
+
+
+def test_merge_states_with_rows_of_values_and_two_empty_parts():
+    s, V = np.array([1.0, 700.0, -3.0, 2.0]), np.arange(8.0).reshape(4, 2)
+    e1, e2 = np.exp(s[:2] - 700.0), np.exp(s[2:] - 2.0)
+    m, total, o = solutions.merge_states(700.0, e1.sum(), e1 @ V[:2], 2.0, e2.sum(), e2 @ V[2:])
+    np.testing.assert_allclose(o / total, attnlab.softmax(s) @ V)
+    assert lesson.merge_states(-np.inf, 0.0, 0.0, -np.inf, 0.0, 0.0) == (-np.inf, 0.0, 0.0)
+
+
+def _merge_with_o_unnormalised_twice(m1, l1, o1, m2, l2, o2):
+    m, total, o = solutions.merge_states(m1, l1, o1, m2, l2, o2)
+    return m, total, 2 * o
+
+
+def _merge_swapped(m1, l1, o1, m2, l2, o2):
+    m, total, o = solutions.merge_states(m1, l1, o1, m2, l2, o2)
+    return total, m, o
+
+
+def _merge_unshifted(m1, l1, o1, m2, l2, o2):
+    m = max(m1, m2)
+    a, b = np.exp(m1) / np.exp(m), np.exp(m2) / np.exp(m)
+    return m, l1 * a + l2 * b, o1 * a + o2 * b
 
 
 @pytest.mark.parametrize(
     ("answer", "phrase"),
     [(m.compute, m.message[:40]) for m in exercise.MERGE_MISTAKES]
     + [
-        (lambda m1, l1, m2, l2: (max(m1, m2), l1 + 2 * l2), "Your m is right, but your l is not"),
-        (lambda m1, l1, m2, l2: (min(m1, m2), l1 + l2), "which of m1 and m2"),
-        (lambda m1, l1, m2, l2: max(m1, m2), "two numbers, (m, l)"),
+        (
+            lambda m1, l1, o1, m2, l2, o2: (max(m1, m2), l1 + 2 * l2, o1),
+            "Your m is right, but your l is not",
+        ),
+        (lambda m1, l1, o1, m2, l2, o2: (min(m1, m2), l1 + l2, o1), "which of m1 and m2"),
+        (_merge_with_o_unnormalised_twice, "Your m and l are right, but your o is not"),
+        (_merge_swapped, "in another order"),
+        (_merge_unshifted, "e^1000 overflows"),
+        (lambda m1, l1, o1, m2, l2, o2: (max(m1, m2), l1 + l2), "three numbers, (m, l, o)"),
     ],
 )
 def test_merge_states_mistakes_fail_and_are_named(answer, phrase):
@@ -477,12 +640,60 @@ def test_merge_states_mistakes_fail_and_are_named(answer, phrase):
     assert phrase in result.message, result.message
 
 
-def test_a_plain_softmax_still_passes_online_softmax_but_cannot_fake_merge_states():
-    def plain(scores, block_size):
-        e = np.exp(scores - scores.max())
-        return e / e.sum()
+def _plain_softmax(scores, block_size):
+    e = np.exp(scores - scores.max())
+    return e / e.sum()
 
-    assert check("online_softmax", plain).passed  # the checker sees only the result
+
+def _online_then_full_sum(scores, block_size):
+    m = -np.inf
+    for start in range(0, len(scores), block_size):
+        m = max(m, scores[start : start + block_size].max())
+    e = np.exp(scores - m)
+    return e / np.sum(e)  # the maximum was found block by block, but l over the whole row
+
+
+def _online_with_checks_and_reductions(scores, block_size):
+    m, total = -np.inf, 0.0
+    for start in range(0, len(scores), block_size):
+        block = scores[start : start + block_size]
+        new = np.maximum.reduce(block, axis=0)  # a reduction, but of one block
+        new = max(m, new)
+        total = total * np.exp(m - new) + np.add.reduce(np.exp(block - new))
+        m = new
+    weights = np.exp(scores - m) / total
+    assert np.isfinite(weights).all() and (weights >= 0).all()  # not a max or sum
+    return weights
+
+
+@pytest.mark.parametrize("answer", [_plain_softmax, _online_then_full_sum])
+def test_a_softmax_of_the_whole_row_is_told_to_go_block_by_block(answer):
+    result = check("online_softmax", answer)
+    assert not result.passed
+    assert "not block by block" in result.message and "10 scores at once" in result.message
+    assert "weights.sum()" in result.message  # a final check over the row counts too
+
+
+@pytest.mark.parametrize("answer", [*ONLINE_CORRECT, _online_with_checks_and_reductions])
+def test_block_by_block_answers_take_in_one_block_at_a_time(answer):
+    assert exercise.widest_reduction(answer) <= exercise.ONE_PASS_BLOCK
+    assert check("online_softmax", answer).passed
+
+
+def test_the_counting_row_behaves_as_a_plain_array():
+    row = np.arange(6.0).view(exercise._CountingRow)
+    row.widest = [0]
+    assert row[:2].max() == 1.0 and row.widest == [2]
+    e = np.exp(row - 5.0)
+    assert isinstance(e, exercise._CountingRow) and e.sum() == pytest.approx(
+        np.exp(np.arange(6.0) - 5).sum()
+    )
+    assert row.widest == [6]
+    out = np.empty(6)
+    np.multiply(row, 2.0, out=out)
+    assert np.array_equal(out, 2 * np.arange(6.0))
+    # An answer that breaks on the counting row keeps its pass: the result was right.
+    assert exercise.widest_reduction(lambda s, b: 1 / 0) is None
 
 
 def test_exercises_are_registered_for_lesson_07_with_their_solutions():

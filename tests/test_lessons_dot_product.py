@@ -1,6 +1,7 @@
 """Tests for lesson 01's tools in ``attnlab.lessons.dot_product``: the toy sentence's
-projections and ``cross_scores``, the scores of one sequence's queries against another
-sequence's keys, S = (X_q W_Q)(X_kv W_K)ᵀ."""
+projections, ``cross_scores``, the scores of one sequence's queries against another
+sequence's keys, S = (X_q W_Q)(X_kv W_K)ᵀ, and ``new_token_scores``; and for the feedback
+of the lesson's exercises."""
 
 import numpy as np
 import pytest
@@ -8,7 +9,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attnlab.exercises import solutions
-from attnlab.exercises.ex01_dot_product import cross_scores_reference
 from attnlab.lessons.dot_product import cross_scores, new_token_scores, toy_projections
 
 
@@ -24,8 +24,7 @@ def test_each_score_is_one_query_dotted_with_one_key(n_q, n_k, d, d_k, seed):
     X_q, X_kv = rng.normal(size=(n_q, d)), rng.normal(size=(n_k, d))
     W_Q, W_K = rng.normal(size=(d, d_k)), rng.normal(size=(d, d_k))
     want = np.array([[(x @ W_Q) @ (y @ W_K) for y in X_kv] for x in X_q])
-    for answer in (cross_scores, solutions.cross_scores, cross_scores_reference):
-        np.testing.assert_allclose(answer(X_q, X_kv, W_Q, W_K), want, atol=1e-12)
+    np.testing.assert_allclose(cross_scores(X_q, X_kv, W_Q, W_K), want, atol=1e-12)
     # the same through lesson 01's d × d matrix: X_q (W_Q W_Kᵀ) X_kvᵀ
     M = solutions.score_matrix(W_Q, W_K)
     np.testing.assert_allclose(X_q @ M @ X_kv.T, want, atol=1e-12)
@@ -102,6 +101,44 @@ def test_products_are_drawn_to_scale_with_the_score_outlined():
     plt.close(fig)
 
 
+def test_projections_draw_x_once_with_each_w_above_its_product():
+    import matplotlib.pyplot as plt
+
+    from attnlab.lessons.dot_product import projections
+
+    tokens, X, W_Q, W_K, W_V = toy_projections()
+    fig = projections(X, [W_Q, W_K, W_V], row_labels=tokens, highlight_row=1)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == [
+        "X\n(3, 4)",
+        "W_Q\n(4, 3)",
+        "Q = X W_Q\n(3, 3)",
+        "W_K\n(4, 3)",
+        "K = X W_K\n(3, 3)",
+        "W_V\n(4, 2)",
+        "V = X W_V\n(3, 2)",
+    ]
+    boxes = [ax.get_position() for ax in fig.axes]
+    size = fig.get_size_inches()
+    # One cell is the same size in every panel.
+    cells = [
+        (b.width * size[0] / M.shape[1], b.height * size[1] / M.shape[0])
+        for b, M in zip(boxes, [X, W_Q, X @ W_Q, W_K, X @ W_K, W_V, X @ W_V], strict=True)
+    ]
+    np.testing.assert_allclose(cells, cells[0][0])
+    # Each W stands above its product, column on column; the products share X's rows.
+    for w, c in ((1, 2), (3, 4), (5, 6)):
+        assert boxes[w].x0 == pytest.approx(boxes[c].x0) and boxes[w].y0 > boxes[c].y1
+        assert boxes[c].y0 == pytest.approx(boxes[0].y0)
+    # The highlighted row is outlined in X and in every product, not in the W.
+    assert [len(ax.patches) for ax in fig.axes] == [1, 0, 1, 0, 1, 0, 1]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="d = X.shape"):
+        projections(X, [W_Q.T])
+    with pytest.raises(ValueError, match="one name per W"):
+        projections(X, [W_Q], names=("Q", "K"))
+
+
 def test_best_key_hint_says_whether_the_direction_or_the_length_is_off():
     from attnlab import check
 
@@ -127,21 +164,9 @@ def test_the_widget_marks_the_best_and_worst_score_of_these_lengths():
     assert np.abs(w.curve.get_data()[1]).max() <= lengths + 1e-12
 
 
-def test_loop_slips_and_unnamed_answers_get_specific_feedback():
+def test_unnamed_answers_get_specific_feedback():
     from attnlab import check
 
-    def same_index(X_q, X_kv, W_Q, W_K):  # S[i, j] = Q[i] @ K[i] inside a loop over j
-        Q, K = X_q @ W_Q, X_kv @ W_K
-        return [[Q[i] @ K[i] for _ in range(len(K))] for i in range(len(Q))]
-
-    loop = check("cross_scores", same_index).message
-    assert "does it dot Q[i] with K[i]" in loop
-    # The test input's shapes are in its label; its four matrices are not printed.
-    assert "X_q =" not in loop and "W_K =" not in loop
-    columns = check("cross_scores", lambda X_q, X_kv, W_Q, W_K: np.ones((3, 1)) @ [[1, 2, 3]])
-    assert "does its body use i" in columns.message
-    off = check("cross_scores", lambda X_q, X_kv, W_Q, W_K: (X_q @ W_Q) @ (X_kv @ W_K).T + 1)
-    assert "dotted with the key of X_kv's first token, here" in off.message
     own = check(
         "new_token_scores",
         lambda x, K, W_Q, W_K: np.append(K @ (x @ W_Q), (x @ W_Q) @ (x @ W_K) + 1),

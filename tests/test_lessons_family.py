@@ -275,31 +275,81 @@ def test_alibi_in_its_causal_form_is_told_every_pair_is_asked_for(fill, phrase):
     assert "NaN or inf" not in result.message  # −inf is named, not the generic message
 
 
+def _hint_text(name: str) -> str:
+    return (
+        get_exercise("relative_bias").checker.shape_hint if name == "shape" else getattr(ex, name)
+    )
+
+
 @pytest.mark.parametrize(
-    ("answer", "hint", "not_hint"),
+    ("answer", "hint", "not_hints"),
     [
         # the offset one too large: the last row's first entry is past the end of the table
         (
             lambda n, table: table[np.subtract.outer(np.arange(n), np.arange(n)) + n],
-            "index_hint",
-            "shape_hint",
+            "_PAST_THE_END",
+            ("shape", "_FLOAT_INDEX_HINT"),
         ),
         # two index arrays for a 1-D table: a question of shapes, not of range
         (
             lambda n, table: table[np.arange(n)[:, None], np.arange(n)[None, :]],
-            "shape_hint",
-            "index_hint",
+            "shape",
+            ("_PAST_THE_END", "_FLOAT_INDEX_HINT"),
+        ),
+        # the centre worked out with `/`: a float index array, not one past the end
+        (
+            lambda n, table: table[
+                np.subtract.outer(np.arange(n), np.arange(n)) + (len(table) - 1) / 2
+            ],
+            "_FLOAT_INDEX_HINT",
+            ("_PAST_THE_END", "shape"),
         ),
     ],
 )
-def test_relative_bias_index_errors_get_the_hint_for_their_kind(answer, hint, not_hint):
-    checker = get_exercise("relative_bias").checker
+def test_relative_bias_index_errors_get_the_hint_for_their_kind(answer, hint, not_hints):
     result = check("relative_bias", answer)
     assert not result.passed and "raised IndexError" in result.message
-    assert getattr(checker, hint) in result.message
-    assert getattr(checker, not_hint) not in result.message
-    if hint == "index_hint":
-        assert "What is the largest index your formula builds" in result.message
+    assert _hint_text(hint) in result.message
+    for other in not_hints:
+        assert _hint_text(other) not in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        # an integer base to a negative integer power: NumPy refuses it
+        (
+            lambda n, H: (
+                -(2 ** (-8 * np.arange(1, H + 1) // H))[:, None, None]
+                * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+            ),
+            "Which of the two should be a float",
+        ),
+        # H − 1 slopes reshaped into H heads
+        (
+            lambda n, H: (
+                -(2.0 ** (-8 * np.arange(1, H) / H)).reshape(H, 1, 1)
+                * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+            ),
+            "one head short",
+        ),
+        # a loop over h = 1 … H − 1 into an (H, n, n) array: the last head stays zero
+        (
+            lambda n, H: np.concatenate(
+                [
+                    -(2.0 ** (-8 * np.arange(1, H) / H))[:, None, None]
+                    * np.abs(np.subtract.outer(np.arange(n), np.arange(n))),
+                    np.zeros((1, n, n)),
+                ]
+            ),
+            "never reached the last head",
+        ),
+    ],
+)
+def test_alibi_errors_and_a_missing_last_head_are_named(answer, phrase):
+    result = check("alibi_biases", answer)
+    assert not result.passed
+    assert phrase in result.message
 
 
 def test_index_hint_is_added_only_where_an_exercise_gives_one():
@@ -431,10 +481,7 @@ def test_figures_draw(rng):
     import matplotlib.pyplot as plt
 
     s = family.score_spreads([4, 16], n=16)
-    for fig in (
-        family.plot_spreads([4, 16], s),
-        family.plot_counts([8, 16], {"full": [64, 256]}),
-    ):
+    for fig in (family.plot_spreads([4, 16], s),):
         assert fig.axes
         plt.close(fig)
 
@@ -454,3 +501,14 @@ def test_rope_matches_the_two_by_two_rotation_and_depends_only_on_the_distance(r
     np.testing.assert_allclose(np.linalg.norm(R, axis=1), np.linalg.norm(Q, axis=1))
     with pytest.raises(ValueError, match="even"):
         family.rope_angles(7)
+
+
+def test_reach_explorer_random_pattern_is_the_window_plus_two_random_keys():
+    from attnlab.widgets import reach_explorer
+
+    w = reach_explorer()
+    w.controls["pattern"].value = "random"
+    M = family.random_keys_mask(32, 2, 2, seed=0)
+    np.testing.assert_array_equal(w.shown["mask"], M)
+    # the shortcuts connect every token in far fewer layers than the window alone (16)
+    assert w.shown["connected_after"] == family.layers_to_connect(M) < 16

@@ -289,6 +289,24 @@ def test_multi_head_attention_shape_errors_get_the_hint():
     assert "What shape is one head's Q, K and V" in message
 
 
+def test_dot_t_on_heads_gets_the_all_axes_hint():
+    def dot_t(X, W_Q, W_K, W_V, W_O, n_heads):
+        Q, K, V = (split_heads(X @ W, n_heads) for W in (W_Q, W_K, W_V))
+        S = Q @ K.T / np.sqrt(Q.shape[-1])
+        return merge_heads(attnlab.softmax(S) @ V) @ W_O
+
+    message = check("multi_head_attention", dot_t).message
+    assert "`.T` reverses *all* of them" in message, message
+    assert "What shape is one head's Q, K and V" not in message
+
+    def gqa_dot_t(Q, K, V):
+        K, V = (np.repeat(M, Q.shape[-3] // K.shape[-3], axis=-3) for M in (K, V))
+        return attnlab.softmax(Q @ K.T / np.sqrt(Q.shape[-1])) @ V
+
+    message = check("grouped_query_attention", gqa_dot_t).message
+    assert "`.T` reverses *all* of them" in message and "`Q[h]` picks a sequence" in message
+
+
 # ---------------------------------------------- exercise: grouped_query_attention
 
 
@@ -692,6 +710,45 @@ def test_a_loop_right_for_one_head_only_is_told_to_look_at_the_split_or_the_merg
 
     message = check("multi_head_attention", heads_in_reverse).message
     assert "right with a single head" in message and "split or the merge" in message, message
+
+
+def _mha_output_blocks(X, W_Q, W_K, W_V, W_O, n_heads, *, input_blocks=False):
+    """A learner's loop in which each head keeps to its own diagonal block of W_O."""
+    dh = X.shape[1] // n_heads
+    outs = []
+    for h in range(n_heads):
+        s = slice(h * dh, (h + 1) * dh)
+        if input_blocks:
+            Q, K, V = (X[:, s] @ W[s, s] for W in (W_Q, W_K, W_V))
+        else:
+            Q, K, V = ((X @ W)[:, s] for W in (W_Q, W_K, W_V))
+        outs.append(attnlab.attention(Q, K, V) @ W_O[s, s])
+    return np.hstack(outs)
+
+
+@pytest.mark.parametrize(
+    ("input_blocks", "phrase"),
+    [(False, "its own diagonal block of W_O"), (True, "only diagonal blocks of the weights")],
+)
+def test_a_diagonal_block_of_w_o_per_head_is_named(input_blocks, phrase):
+    result = check(
+        "multi_head_attention", lambda *a: _mha_output_blocks(*a, input_blocks=input_blocks)
+    )
+    assert not result.passed
+    assert phrase in result.message, result.message
+    assert "split or the merge" not in result.message
+
+
+def test_groups_in_reverse_order_are_told_which_heads_they_read():
+    def reversed_groups(Q, K, V):
+        group = Q.shape[-3] // K.shape[-3]
+        K, V = (np.repeat(A[..., ::-1, :, :], group, axis=-3) for A in (K, V))
+        return attnlab.attention(Q, K, V)
+
+    message = check("grouped_query_attention", reversed_groups).message
+    assert "None of your query heads reads the right key/value head" in message, message
+    assert "read key/value heads 1, 1, 1, 0, 0, 0" in message
+    assert "0, 0, 0, 1, 1, 1" not in message  # the right wiring is not given away
 
 
 def test_the_single_head_case_is_checked_first():

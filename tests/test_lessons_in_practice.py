@@ -1,5 +1,5 @@
 """Tests for the lesson on attention in practice (``attnlab.lessons.in_practice``) and its
-exercises' checker: linear attention, the bottom-right causal mask, the entropy per head.
+exercises' checker: linear attention, the bottom-right causal mask, the weights of SDPA.
 
 Lesson: ``notebooks/10_in_practice.ipynb``.
 """
@@ -270,7 +270,7 @@ def test_an_additive_mask_is_told_the_exercise_wants_the_bool_form():
     ("exercise", "answer_code"),
     [
         ("linear_attention", ("sum(axis=0)", "[:, None]", "np.exp(x)", "φ(K)ᵀ 1", "phi(")),
-        ("head_entropy", ("np.where", "> 0", "axis=-1", "axis=(-1", "mean(axis")),
+        ("sdpa_weights", ("np.where", "swapaxes", "np.tril", "-np.inf", "raise ", "S + ")),
     ],
 )
 def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_code):
@@ -279,7 +279,7 @@ def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_
             assert code not in text, (exercise, code, text)
 
 
-@pytest.mark.parametrize("exercise", ["linear_attention", "head_entropy"])
+@pytest.mark.parametrize("exercise", ["linear_attention", "sdpa_weights"])
 def test_each_mistake_message_ends_with_a_question_or_a_pointer(exercise):
     for text in feedback_texts(exercise):
         assert text.rstrip().endswith("?"), text
@@ -297,73 +297,90 @@ def test_figures_draw():
         plt.close(fig)
 
 
-# ------------------------------------------------------------------ head_entropy
+# ------------------------------------------------------------------ sdpa_weights
 
 
-def test_head_entropy_counts_masked_keys_as_zero_and_stays_quiet():
-    W = np.array([[[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]], [[1 / 3, 1 / 3, 1 / 3]] * 2])
-    with np.errstate(all="raise"):
-        got = in_practice.head_entropy(W)
-    np.testing.assert_allclose(got, [np.log(2) / 2, np.log(3)])
-    np.testing.assert_allclose(solutions.head_entropy(W), got)
-    np.testing.assert_allclose(ex.head_entropy_reference(W), got)
-    np.testing.assert_allclose(got, attnlab.entropy(W).mean(axis=-1))
+def test_sdpa_weights_follows_attnlabs_conventions(rng):
+    q, k = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
+    keep = rng.random((3, 5)) < 0.6
+    keep[:, 0] = True
+    bias = rng.normal(size=(2, 1, 5))
+    eye = np.eye(5)
+    for options, weights in [
+        ({}, attnlab.attention(q, k, eye)),
+        ({"attn_mask": keep}, attnlab.attention(q, k, eye, keep)),
+        ({"attn_mask": bias}, attnlab.attention(q, k, eye, bias)),
+        ({"is_causal": True}, attnlab.attention(q, k, eye, causal=True)),
+        ({"scale": 0.3}, attnlab.attention(q, k, eye, scale=0.3)),
+    ]:
+        got = in_practice.sdpa_weights(q, k, **options)
+        np.testing.assert_allclose(got, weights, atol=1e-12)
+        np.testing.assert_allclose(solutions.sdpa_weights(q, k, **options), got, atol=1e-12)
+        np.testing.assert_allclose(ex.sdpa_weights_reference(q, k, **options), got, atol=1e-12)
+    for fn in (in_practice.sdpa_weights, solutions.sdpa_weights, ex.sdpa_weights_reference):
+        with pytest.raises(ValueError, match="not both|refused"):
+            fn(q, k, attn_mask=keep, is_causal=True)
 
 
-def test_head_entropy_passes_the_reference_and_attnlabs_entropy():
-    assert check("head_entropy", solutions.head_entropy).passed
-    assert check("head_entropy", lambda W: attnlab.entropy(W).mean(axis=-1)).passed
+def test_sdpa_weights_passes_the_reference():
+    for answer in (solutions.sdpa_weights, ex.sdpa_weights_reference):
+        result = check("sdpa_weights", answer)
+        assert result.passed, result.message
+        assert "refuses" in result.message
 
 
-def test_head_entropy_with_the_log_of_zero_is_told_about_zero_log_zero():
-    def naive(W):
-        return -(W * np.log(W)).sum(axis=-1).mean(axis=-1)
-
-    result = check("head_entropy", naive)
-    assert not result.passed
-    assert "0 · log 0" in result.message and "NaN" in result.message
-
-
-@pytest.mark.parametrize(
-    ("answer", "named"),
-    [
-        (lambda W: -(W * np.log2(np.where(W > 0, W, 1))).sum(-1).mean(-1), "log₂"),
-        (lambda W: -(W * np.log(np.where(W > 0, W, 1))).sum(-1).sum(-1), "added up the entropies"),
-        (lambda W: -(W * np.log(np.where(W > 0, W, 1))).sum(-2).mean(-1), "down the columns"),
-        (lambda W: (W * np.log(np.where(W > 0, W, 1))).sum(-1).mean(-1), "negative"),
-        (
-            lambda W: -(W * np.log(np.where(W > 0, W, 1))).mean(-1).mean(-1),
-            "averaged over the keys",
-        ),
-    ],
-)
-def test_head_entropy_slips_are_named(answer, named):
-    result = check("head_entropy", answer)
-    assert not result.passed
-    assert named in result.message, result.message
-
-
-def test_head_entropy_over_the_wrong_axis_gets_the_shape_hint():
-    result = check("head_entropy", lambda W: attnlab.entropy(W).mean(axis=0))
-    assert not result.passed and "(H,)" in result.message
-
-
-def head_entropy_loop(W):
-    out = []
-    for head in np.asarray(W, dtype=float):
-        rows = [-sum(w * np.log(w) for w in row if w > 0) for row in head]
-        out.append(sum(rows) / len(rows))
+def sdpa_loop(q, k, attn_mask=None, is_causal=False, scale=None):
+    assert not (is_causal and attn_mask is not None), "attn_mask or is_causal, not both"
+    q, k = np.asarray(q), np.asarray(k)
+    c = scale if scale is not None else q.shape[-1] ** -0.5
+    out = np.zeros(q.shape[:-1] + (k.shape[-2],))
+    for h in range(q.shape[0]):
+        for i in range(q.shape[1]):
+            s = [c * float(q[h, i] @ k[h, j]) for j in range(k.shape[1])]
+            for j in range(k.shape[1]):
+                if is_causal and j > i:
+                    s[j] = -np.inf
+                elif attn_mask is not None:
+                    m = np.broadcast_to(attn_mask, out.shape)[h, i, j]
+                    s[j] = (s[j] if m else -np.inf) if m.dtype == bool else s[j] + m
+            e = np.exp(np.array(s) - max(s))
+            out[h, i] = e / e.sum()
     return out
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        head_entropy_loop,
-        lambda W: -np.nansum(W * np.log(np.where(W > 0, W, np.nan)), axis=-1).mean(axis=-1),
-        lambda W: -(W * np.log(np.clip(W, 1e-300, None))).sum(-1).mean(-1).astype(np.float32),
-    ],
-)
-def test_other_right_answers_to_head_entropy_pass(answer):
-    result = check("head_entropy", answer)
+def test_another_right_answer_passes_and_its_error_is_quoted():
+    result = check("sdpa_weights", sdpa_loop)
     assert result.passed, result.message
+    assert "AssertionError: attn_mask or is_causal, not both" in result.message
+
+
+def test_an_answer_that_accepts_both_options_fails_with_a_question():
+    def accepts(q, k, attn_mask=None, is_causal=False, scale=None):
+        return solutions.sdpa_weights(q, k, None if is_causal else attn_mask, is_causal, scale)
+
+    result = check("sdpa_weights", accepts)
+    assert not result.passed
+    assert "is_causal=True" in result.message and result.message.rstrip().endswith("?")
+
+
+@pytest.mark.parametrize("mistake", ex.SDPA_MISTAKES, ids=lambda m: m.message[:30])
+def test_each_sdpa_slip_is_named(mistake):
+    def answer(q, k, attn_mask=None, is_causal=False, scale=None):
+        if attn_mask is not None and is_causal:
+            raise ValueError("both")
+        return mistake.compute(q, k, attn_mask, is_causal, scale)
+
+    result = check("sdpa_weights", answer)
+    assert not result.passed
+    assert result.message.startswith(mistake.message), result.message
+
+
+def test_sdpa_weights_with_k_T_or_a_missing_option_gets_a_specific_hint():
+    def k_t(q, k, attn_mask=None, is_causal=False, scale=None):
+        return attnlab.softmax(q @ k.T)
+
+    def adds_none(q, k, attn_mask=None, is_causal=False, scale=None):
+        return attnlab.softmax(q @ np.swapaxes(k, -1, -2) * scale)
+
+    assert "swap only the last two" in check("sdpa_weights", k_t).message
+    assert "arrives as None" in check("sdpa_weights", adds_none).message

@@ -297,6 +297,65 @@ def test_zero_rows_hint_and_range_hint():
     assert "negative" in check("entropy", lambda p: entropy_nansum(p) - 2.0).message
 
 
+def entropy_where_without_out(p):
+    return -(p * np.log(p, where=p > 0)).sum(axis=-1)
+
+
+def entropy_where_without_out_float32(p):
+    q = np.asarray(p, dtype=np.float32)
+    return -np.multiply(q, np.log(q, where=q > 0), where=q > 0).sum(axis=-1)
+
+
+@pytest.mark.parametrize("answer", [entropy_where_without_out, entropy_where_without_out_float32])
+def test_where_without_out_fails_every_time_with_its_own_hint(answer):
+    # Without `out=`, the entries a ufunc skips hold whatever was in memory, often zeros
+    # that hide the mistake; the check leaves NaN in freed memory, so it fails every time.
+    for _ in range(5):
+        result = check("entropy", answer)
+        assert not result.passed
+        assert "`where=` but without `out=`" in result.message, result.message
+        assert "Expected" in result.message
+
+
+def test_where_without_out_fails_even_when_its_source_cannot_be_read():
+    namespace = {"np": np}
+    exec("def entropy(p):\n    return -(p * np.log(p, where=p > 0)).sum(-1)\n", namespace)
+    result = check("entropy", namespace["entropy"])
+    assert not result.passed and "0 · log 0" in result.message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # Skipped entries are replaced or multiplied away: right whatever memory holds.
+        lambda p: -np.where(p > 0, p * np.log(p, where=p > 0), 0.0).sum(axis=-1),
+        lambda p: -np.nansum(p * np.log(p, where=p > 0), axis=-1),
+    ],
+)
+def test_where_without_out_that_never_reads_the_skipped_entries_passes(answer):
+    assert check("entropy", answer).passed
+
+
+def test_a_positive_log_term_is_not_called_a_missing_minus_sign():
+    message = check("entropy", lambda p: -(p * np.log(p + 1)).sum(axis=-1)).message
+    assert "add something to p inside the log" in message and "minus sign" not in message
+
+
+def test_a_bisection_that_moves_the_wrong_way_is_told_so():
+    def reversed_bisection(scores, target):
+        low, high = 1e-3, 1e3
+        for _ in range(60):
+            tau = np.sqrt(low * high)
+            if lesson.entropy(attnlab.softmax(scores / tau)) > target:  # the wrong way round
+                low = tau
+            else:
+                high = tau
+        return np.sqrt(low * high)
+
+    message = check("temperature_for_entropy", reversed_bisection).message
+    assert "one end of your search interval" in message and "wrong way" in message
+
+
 def test_odd_answers_fail_kindly():
     assert "returned None" in check("entropy", lambda p: None).message
     assert not check("entropy", lambda p: 1 / 0).passed
@@ -359,6 +418,34 @@ def test_temperature_feedback_tells_close_numbers_apart():
     message = check("temperature_for_entropy", close).message
     assert "How fine is your search" in message and "grid" in message
     assert "Expected" not in message  # its 3 decimals would show both numbers alike
+
+
+@pytest.mark.parametrize("tau", [0.1, 10.0])
+def test_temperature_feedback_spots_an_end_of_a_narrow_bracket(tau):
+    message = check("temperature_for_entropy", lambda scores, target: tau).message
+    assert "one end of your search interval" in message
+
+
+def test_temperature_feedback_spots_the_target_returned():
+    message = check("temperature_for_entropy", lambda scores, target: target).message
+    assert "target entropy itself" in message
+    for mistake in exercise.TEMPERATURE_MISTAKES:
+        assert not check("temperature_for_entropy", mistake.compute).passed
+
+
+def test_the_gradient_at_the_query_keeps_its_size_only_with_the_divisor():
+    d_ks = (16, 64, 256, 1024)
+    raw, scaled = lesson.query_gradient_norms(d_ks, n_rows=400)
+    assert raw.shape == scaled.shape == (4,)
+    assert raw[0] / raw[-1] > 300  # the raw rows saturate and their J collapses
+    assert np.all((scaled > 0.2) & (scaled < 0.35))  # the key's √d_k cancels 1/√d_k
+    # the same numbers as the chain rule written out with the Jacobian built in full
+    rng = np.random.default_rng(0)
+    q, K, g = rng.standard_normal(8), rng.standard_normal((5, 8)), rng.standard_normal(5)
+    p = attnlab.softmax(K @ q / np.sqrt(8))
+    full = K.T @ (attnlab.softmax_jacobian(p).T @ g) / np.sqrt(8)
+    short = K.T @ (p * (g - p @ g)) / np.sqrt(8)
+    np.testing.assert_allclose(short, full, rtol=1e-12)
 
 
 # ------------------------------------------------- largest_jacobian_entry exercise
@@ -429,6 +516,7 @@ JACOBIAN_MISTAKES = [
     (lambda p: p.max() * (1 - p.max()), "one number for the whole array"),
     (lambda p: -p.max(-1) * (1 - p.max(-1)), "negative"),
     (lambda p: p.max(-1) * (1 - p.max(-1)) * 1.7, "above 1/4"),
+    (lambda p: np.full(p.shape[:-1], p.max() * (1 - p.max())), "whole array"),
 ]
 
 

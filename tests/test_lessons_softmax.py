@@ -53,10 +53,18 @@ def test_new_figures_draw():
     assert len(fig.axes) == 1
     plt.close(fig)
     cs, gs = np.logspace(-1, 1, 5), np.linspace(0.5, 2, 4)
-    fig = lesson.query_scaling_plot(
-        cs, np.linspace(0.2, 1, 5), np.full(5, 0.4), gs, np.full(4, 0.5), np.full(4, 0.9), 2.0
-    )
-    assert len(fig.axes) == 2
+    fig = lesson.query_scaling_plot(cs, np.linspace(0.2, 1, 5), np.full(5, 0.4), 2.0)
+    assert len(fig.axes) == 1
+    plt.close(fig)
+    fig = lesson.qk_norm_bound_plot(gs, np.full(4, 0.5), np.full(4, 0.9))
+    assert len(fig.axes) == 1
+    plt.close(fig)
+
+
+def test_jacobian_pair_labels_its_colour_bar():
+    J = attnlab.softmax_jacobian(attnlab.softmax(np.array([1.0, 0.0, -1.0])))
+    fig = lesson.jacobian_pair([J, J], ["a", "b"])
+    assert any("partial p_i" in ax.get_ylabel() for ax in fig.axes)
     plt.close(fig)
 
 
@@ -97,17 +105,10 @@ def test_query_gradient_per_coordinate_is_one_column_of_the_gradient_and_shrinks
     assert scaled.max() / scaled.min() < 1.2  # each coordinate's share falls like 1/√d_k
 
 
-def test_query_scaling_plot_names_its_measured_points():
-    fig = lesson.query_scaling_plot(
-        [1.0, 2.0],
-        [0.3, 0.4],
-        [0.3, 0.3],
-        [1.0, 2.0],
-        [0.5, 0.6],
-        [0.9, 0.95],
-        2.0,
-        measured_label="max over 2000 queries, these 6 keys",
+def test_qk_norm_bound_plot_names_its_measured_points():
+    fig = lesson.qk_norm_bound_plot(
+        [1.0, 2.0], [0.5, 0.6], [0.9, 0.95], measured_label="max over 2000 queries, these 6 keys"
     )
-    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "max over 2000 queries, these 6 keys" in labels
     plt.close(fig)

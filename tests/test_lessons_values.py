@@ -150,6 +150,19 @@ def _loops_over_batch_and_heads(Q, K, V, mask):
     ("answer", "phrase"),
     [
         (_loops_over_batch_and_heads, "none, one or two leading axes"),
+        # np.dot on batched arrays: its error also names V's shape, which must not be read
+        # as a row total without keepdims
+        (
+            lambda Q, K, V, mask: (
+                attnlab.softmax(
+                    np.where(
+                        mask, np.dot(Q, np.swapaxes(K, -1, -2)) / np.sqrt(Q.shape[-1]), -np.inf
+                    )
+                )
+                @ V
+            ),
+            "not a batched product",
+        ),
         (
             lambda Q, K, V, mask: (
                 attnlab.softmax(np.where(mask.T, _scaled_scores(Q, K), -np.inf)) @ V
@@ -216,6 +229,10 @@ def test_scores_for_reaches_every_point_inside_the_simplex(seed, d_v):
         ),
         (lambda V, z: np.full(len(V), np.nan), "NaN or -inf"),
         (lambda V, z: np.arange(len(V), dtype=float), "which scores does a softmax turn into"),
+        (
+            lambda V, z: np.exp(np.linalg.solve(np.r_[V.T, np.ones((1, len(V)))], np.r_[z, 1])),
+            "undoes an exponential",
+        ),
     ],
 )
 def test_scores_for_feedback(answer, phrase):
@@ -245,7 +262,21 @@ def test_stacked_attention_collapses_without_the_residual_only():
         assert inside_hull(after, convex_hull(before), tol=1e-9).all()
 
 
-def test_the_residual_slows_the_collapse_but_seed_13_still_collapses():
+def test_spread_shows_each_layer_shrinking_more_and_the_residual_stretching():
+    from attnlab.lessons.values import spread, stacked_attention, width_ratio
+
+    Z0 = np.random.default_rng(0).normal(size=(6, 2))
+    plain = stacked_attention(Z0, 3)
+    step = [spread(b) / spread(a) for a, b in zip(plain, plain[1:], strict=False)]
+    assert 0.4 < step[0] < 0.6 and step[2] < step[1] < step[0]  # faster and faster
+    grown = stacked_attention(Z0, 3, residual=True)
+    assert all(spread(b) > spread(a) for a, b in zip(grown, grown[1:], strict=False))
+    widths = [width_ratio(Z) for Z in grown]
+    assert widths == sorted(widths, reverse=True) and widths[-1] < 0.2
+    assert spread(np.ones((3, 2))) == 0.0 and width_ratio(np.ones((3, 2))) == 0.0
+
+
+def test_the_residual_slows_the_collapse_and_seed_13_collapses_only_relatively():
     from attnlab.lessons.values import relative_spread, stacked_attention
 
     starts = [np.random.default_rng(seed).normal(size=(6, 2)) for seed in range(20)]
@@ -254,3 +285,25 @@ def test_the_residual_slows_the_collapse_but_seed_13_still_collapses():
         for Z in starts
     ]
     assert np.median(kept) > 0.8 and int(np.argmin(kept)) == 13 and min(kept) < 0.05
+    # Seed 13's points keep their distances after layer 3; only their shared part grows,
+    # by a factor that settles at 2 per layer (the lesson's optional note says so).
+    layers = stacked_attention(starts[13], 10, residual=True)
+    spreads = [np.linalg.norm(Z - Z.mean(axis=0)) for Z in layers[3:]]
+    assert np.ptp(spreads) < 1e-6 * spreads[0] and 15.1 < spreads[0] < 15.3
+    means = [np.linalg.norm(Z.mean(axis=0)) for Z in layers]
+    assert abs(means[10] / means[9] - 2) < 0.01
+
+
+def test_collapse_picture_shares_the_axes_along_each_row():
+    import matplotlib.pyplot as plt
+
+    from attnlab.lessons.values import collapse_picture, stacked_attention
+
+    Z0 = np.random.default_rng(0).normal(size=(6, 2))
+    runs = {"plain": stacked_attention(Z0, 3), "residual": stacked_attention(Z0, 3, residual=True)}
+    fig = collapse_picture(runs)
+    rows = np.array(fig.axes).reshape(2, 4)
+    for row in rows:
+        assert len({ax.get_xlim() for ax in row}) == 1 and len({ax.get_ylim() for ax in row}) == 1
+    assert rows[0, 0].get_xlim() != rows[1, 0].get_xlim()
+    plt.close(fig)

@@ -238,6 +238,7 @@ def test_an_answer_cell_that_has_not_run_gets_a_friendly_message():
 def test_check_takes_the_number_itself():
     assert check("std_512", STD).passed
     assert "variance of one score" in check("std_512", 512).message
+    assert "d_k of Section 4" in check("std_512", 64).message
     assert "is None" in check("std_512", None).message
 
 
@@ -245,7 +246,7 @@ def test_std_512_through_check_and_solution():
     assert check("std_512", lambda: STD).passed
     assert not check("std_512", lambda: 512).passed
     code = solution("std_512")
-    assert code.startswith("def std_512(") and "np.sqrt" in code
+    assert "def std_512(" not in code and "np.sqrt" in code  # shown as the answer cell
     assert "answer_std_512 = " in code  # reads like the answer cell it stands for
     assert "02_variance" in code._repr_markdown_()
 
@@ -320,20 +321,31 @@ def test_each_raw_panel_gets_bins_a_quarter_of_its_std_wide():
 @pytest.mark.parametrize(
     "answer, phrase",
     [
-        (lambda d_k: d_k / 12, "d_k / 12"),
-        (lambda d_k: 2 * d_k / 3, "added the two variances"),
-        (lambda d_k: (d_k / 3) ** 2, "d_k got squared"),
-        (lambda d_k: d_k // 9, "floor division"),
-        (lambda d_k: 1.005 * d_k / 9, "estimate"),
-        (lambda d_k: d_k / 3, "used the variance 1/3 once"),
-        (lambda d_k: 1 / 9, "ONE product"),
+        (lambda d_k: np.sqrt(d_k), "the divisor for entries of variance 1"),
+        (lambda d_k: d_k / 9, "Var(q·k) itself"),
+        (lambda d_k: 3 / np.sqrt(d_k), "upside down"),
+        (lambda d_k: np.sqrt(d_k / 3), "used the entry variance 1/3 once"),
+        (lambda d_k: np.sqrt(2 * d_k / 3), "added the two variances"),
+        (lambda d_k: np.sqrt(d_k) // 3, "floor division"),
+        (lambda d_k: 1.005 * np.sqrt(d_k) / 3, "estimate"),
+        (lambda d_k: 1 / 3, "ONE product"),
+        (lambda d_k: 0.7 * np.sqrt(d_k), "Two steps"),
     ],
 )
-def test_uniform_score_variance_names_each_slip_without_the_answer(answer, phrase):
-    result = check("uniform_score_variance", answer)
+def test_uniform_divisor_names_each_slip_without_the_answer(answer, phrase):
+    result = check("uniform_divisor", answer)
     assert not result.passed
     assert phrase in result.message
     assert "Expected" not in result.message
+
+
+def test_uniform_divisor_gives_unit_variance():
+    assert check("uniform_divisor", solutions.uniform_divisor).passed
+    assert get_exercise("uniform_divisor").lesson == "notebooks/02_variance.ipynb"
+    rng = np.random.default_rng(17)
+    q, k = rng.uniform(-1, 1, size=(2, 20_000, 64))
+    c = solutions.uniform_divisor(64)
+    assert ((q * k).sum(axis=1) / c).var() == pytest.approx(1.0, rel=0.05)
 
 
 def test_a_square_root_of_the_scores_is_named():

@@ -79,3 +79,37 @@ def test_multi_head_matches_torch(rng):
     t = torch.from_numpy(X)
     expected = mha(t, t, t, need_weights=False)[0].detach().numpy()
     np.testing.assert_allclose(multi_head_attention(X, W_Q, W_K, W_V, W_O, h), expected, atol=1e-9)
+
+
+def test_sdpa_weights_are_the_weights_torch_uses(batch_heads, rng):
+    """Lesson 10's sdpa_weights against torch: the output of SDPA with V = I is its weights,
+    and PyTorch's documented reference, softmax(q kᵀ · scale + bias), gives them too."""
+    from attnlab.exercises import solutions
+    from attnlab.lessons.in_practice import sdpa_weights
+
+    Q, K, _ = batch_heads
+    eye = np.eye(K.shape[-2])
+    keep = rng.random((5, 7)) < 0.6
+    keep[:, 0] = True
+    bias = rng.normal(size=(3, 1, 7))
+    for options in ({}, {"attn_mask": keep}, {"attn_mask": bias}, {"is_causal": True},
+                    {"scale": 0.37}):  # fmt: skip
+        theirs = sdpa(Q, K, eye, **dict(options))
+        scale = options.get("scale", 1 / np.sqrt(Q.shape[-1]))
+        scores = torch.from_numpy(Q) @ torch.from_numpy(K).transpose(-2, -1) * scale
+        if options.get("is_causal"):
+            scores = scores.masked_fill(~torch.ones(5, 7, dtype=torch.bool).tril(), float("-inf"))
+        mask = options.get("attn_mask")
+        if mask is not None and mask.dtype == bool:
+            scores = scores.masked_fill(~torch.from_numpy(mask), float("-inf"))
+        elif mask is not None:
+            scores = scores + torch.from_numpy(mask)
+        documented = torch.softmax(scores, dim=-1).numpy()
+        np.testing.assert_allclose(theirs, documented, atol=1e-12)
+        for fn in (sdpa_weights, solutions.sdpa_weights):
+            np.testing.assert_allclose(fn(Q, K, **options), theirs, atol=1e-12, rtol=0)
+    t = torch.from_numpy
+    with pytest.raises(RuntimeError):
+        F.scaled_dot_product_attention(t(Q), t(K), t(eye), attn_mask=t(keep), is_causal=True)
+    with pytest.raises(ValueError):
+        sdpa_weights(Q, K, attn_mask=keep, is_causal=True)

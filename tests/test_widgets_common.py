@@ -10,9 +10,8 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(params=sorted(widgets.FACTORIES))
-def widget(request, ablation_runs):
-    factory = getattr(widgets, request.param)
-    return factory(ablation_runs) if request.param == "ablation_curves" else factory()
+def widget(request):
+    return getattr(widgets, request.param)()
 
 
 def on_page(box):

@@ -241,8 +241,9 @@ class ArrayCheck:
                 return mistake.message
         if got.shape != want.shape:
             message = (
-                f"Your `{name}` returned {shape_text(got.shape)}, but the result should have "
-                f"{shape_text(want.shape)}: {self.shape_rule}."
+                f"Your `{name}` returned {shape_text(got.shape)}, but the result should "
+                f"{'be' if want.shape == () else 'have'} {shape_text(want.shape)}: "
+                f"{self.shape_rule}."
             )
             if got.ndim == want.ndim == 1:  # a list of numbers, e.g. a shape: count them
                 message = (
@@ -344,11 +345,13 @@ def as_answer_array(value: Any, name: str, expected_ndim: int) -> np.ndarray:
             f"Your `{name}` returned a string ({_short(value)}); return the number or array "
             f"itself, not text describing it."
         )
-    # Rows of a result are arrays too, but with one dimension fewer than the result.
+    # Rows of a result are arrays too, but with one dimension fewer than the result and
+    # all of one shape; `return out, weights` gives arrays of the result's size or more.
     if (
         isinstance(value, tuple)
         and len(value) > 1
-        and all(isinstance(v, np.ndarray) and v.ndim == expected_ndim for v in value)
+        and all(isinstance(v, np.ndarray) for v in value)
+        and (any(v.ndim >= expected_ndim for v in value) or len({v.shape for v in value}) > 1)
     ):
         raise Fail(
             f"Your `{name}` returned {len(value)} arrays (a tuple, e.g. `return a, b`); "

@@ -1,6 +1,7 @@
 """Exercises ``scaled_scores`` (Q Kᵀ / √d_k); ``std_512``, a number: the standard
 deviation of the difference q·k₁ − q·k₂ of two scores of the same query for d_k = 512,
-which the learner assigns to ``answer_std_512``; and ``uniform_score_variance(d_k)``.
+which the learner assigns to ``answer_std_512``; and ``uniform_divisor(d_k)``, the number c
+such that q·k / c has variance 1 when the entries are uniform on [−1, 1].
 
 Lesson: ``notebooks/02_variance.ipynb``.
 """
@@ -216,8 +217,16 @@ def slips() -> list[Slip]:
             min(TOLERANCE, 0.005 * math.sqrt(d)),
         )
         for d in (2**i for i in range(1, 13))
-        if d not in (2, D_K // 2, D_K, 2 * D_K, 4 * D_K)
+        if d not in (2, D_K // 2, D_K, 2 * D_K, 4 * D_K, 4096)
     ]
+    found.append(
+        Slip(
+            64.0,
+            "64 is the d_k of Section 4 (and √4096). The question is about "
+            f"d_k = {D_K}, and about the difference of two scores. " + _RULE,
+            0.005 * 64.0,
+        )
+    )
     measured = (
         "That looks like a measured value: it is within a few percent of the answer, but the "
         "question asks for the exact standard deviation, which follows from the variances "
@@ -251,82 +260,85 @@ register(
     ),
 )
 
-# ------------------------------------------------------- uniform_score_variance
+# ------------------------------------------------------------- uniform_divisor
 
 
 def uniform_cases() -> list[Case]:
-    # d_k = 9 and 27 make d_k/9 a whole number and the slips easy to tell apart.
-    return [Case(f"d_k = {d_k}", {"d_k": d_k}) for d_k in (9, 27, 64, 512)]
+    # d_k = 9 is left out: there √d_k / 3, d_k / 9 and 3 / √d_k are all 1, so those slips
+    # could not be told apart from the answer. d_k = 36 gives a whole number, 2.
+    return [Case(f"d_k = {d_k}", {"d_k": d_k}) for d_k in (4, 36, 64, 512)]
 
 
 _UNIFORM = (
-    "Two steps: what is the variance of one entry uniform on [−1, 1] (Section 6 gives the "
-    "rule for an interval of width w), and how does Section 7 combine σ_q², σ_k² and d_k?"
+    "Two steps: what is Var(q·k) for entries uniform on [−1, 1] (Section 6 gives the variance "
+    "of one entry, Section 7 how σ_q², σ_k² and d_k combine), and if dividing by c divides a "
+    "variance by c², which c brings it to 1?"
 )
 
 UNIFORM_MISTAKES = (
     Mistake(
-        "That is d_k, the variance for entries of variance 1. Entries uniform on [−1, 1] "
-        f"are narrower than that. {_UNIFORM}",
-        lambda d_k: float(d_k),
+        "That is √d_k, the divisor for entries of variance 1. Entries uniform on [−1, 1] "
+        "have a smaller variance, and q·k / √d_k keeps the factor σ_q² σ_k² (Section 7): "
+        f"its variance is not 1 here. {_UNIFORM}",
+        lambda d_k: np.sqrt(d_k),
     ),
     Mistake(
-        "You used the variance 1/3 once, but both q and k have it: every product q_i k_i "
-        f"has variance σ_q² σ_k². {_UNIFORM}",
+        "That is Var(q·k) itself. Dividing by c divides the variance by c², not by c: "
+        "which c makes Var(q·k) / c² equal to 1?",
+        lambda d_k: d_k / 9,
+    ),
+    Mistake(
+        "That is the number to multiply q·k by, not to divide it by: your c is upside "
+        "down. q·k / c should have variance 1.",
+        lambda d_k: 3 / np.sqrt(d_k),
+    ),
+    Mistake(
+        "You used the entry variance 1/3 once, but both q and k have it: every product "
+        f"q_i k_i has variance σ_q² σ_k². {_UNIFORM}",
+        lambda d_k: np.sqrt(d_k / 3),
+    ),
+    Mistake(
+        "That is d_k / 3: the entry variance used once, and no square root. Dividing by c "
+        f"divides the variance by c². {_UNIFORM}",
         lambda d_k: d_k / 3,
     ),
     Mistake(
-        "That is the standard deviation, √(d_k / 9) = √d_k / 3; the question asks for the "
-        f"variance. {_UNIFORM}",
-        lambda d_k: np.sqrt(d_k) / 3,
+        "That is d_k, the variance for entries of variance 1, and dividing by it divides the "
+        f"variance by d_k². {_UNIFORM}",
+        lambda d_k: float(d_k),
     ),
     Mistake(
-        "1/12 is the variance of a uniform entry on an interval of width 1, such as "
-        f"[0, 1]; what is the width of [−1, 1]? {_UNIFORM}",
-        lambda d_k: d_k / 144,
+        "That is 3·√d_k: larger than √d_k, as if uniform entries on [−1, 1] spread more "
+        "than entries of variance 1. Do they? Their variance is below 1, so the divisor "
+        f"should be smaller than √d_k. {_UNIFORM}",
+        lambda d_k: 3 * np.sqrt(d_k),
     ),
     Mistake(
-        "That is d_k / 12: a variance of 1/12 per product. Two things to look at: what is "
-        "the width of [−1, 1], and how many factors of σ² does one product q_i k_i carry?",
-        lambda d_k: d_k / 12,
+        "That is √d_k · σ_q² σ_k²: the variances of the entries where their standard "
+        "deviations belong. Var(q·k) = σ_q² σ_k² d_k; what is its square root?",
+        lambda d_k: np.sqrt(d_k) / 9,
     ),
     Mistake(
-        "That is 2·d_k / 3: you added the two variances, σ_q² + σ_k² = 1/3 + 1/3. For a "
-        "product of independent numbers with mean 0, do the variances add or multiply? "
+        "Your function gives the same number for every d_k: that is σ_q σ_k, the spread "
+        "of ONE product q_i k_i. How many products does q·k add up, and what does that do "
+        "to its variance?",
+        lambda d_k: 1 / 3,
+    ),
+    Mistake(
+        "That is √d_k / 12: a variance of 1/12, which belongs to an interval of width 1 "
+        f"such as [0, 1]. What is the width of [−1, 1]? {_UNIFORM}",
+        lambda d_k: np.sqrt(d_k) / 12,
+    ),
+    Mistake(
+        "That is √(2·d_k / 3): you added the two variances, σ_q² + σ_k² = 1/3 + 1/3. For "
+        "a product of independent numbers with mean 0, do the variances add or multiply? "
         "(Section 7 derived it.)",
-        lambda d_k: 2 * d_k / 3,
-    ),
-    Mistake(
-        "That is (d_k / 3)², so d_k got squared too. Each of the d_k products q_i k_i has "
-        "variance σ_q² σ_k², and their variances add up: how often does d_k appear then?",
-        lambda d_k: (d_k / 3) ** 2,
-    ),
-    Mistake(
-        "That is d_k / 36: a variance of 1/6 per entry, w/12 with the width not squared. "
-        f"Look at the rule for an interval of width w again. {_UNIFORM}",
-        lambda d_k: d_k / 36,
-    ),
-    Mistake(
-        "That is 4·d_k / 9: a variance of 2/3 per entry, as if the density on [−1, 1] were "
-        "1. The density of a uniform variable is 1 / width: what is it here? "
-        f"{_UNIFORM}",
-        lambda d_k: 4 * d_k / 9,
-    ),
-    Mistake(
-        "That is d_k / 81: one entry's variance squared once too often. σ² is "
-        f"already a variance: how many factors of it does one product q_i k_i carry? {_UNIFORM}",
-        lambda d_k: d_k / 81,
-    ),
-    Mistake(
-        "Your function gives the same number for every d_k: that is σ_q² σ_k², the variance "
-        "of ONE product q_i k_i. How many products does q·k add up, and what happens to "
-        "their variances when they are added?",
-        lambda d_k: 1 / 9,
+        lambda d_k: np.sqrt(2 * d_k / 3),
     ),
     Mistake(
         "Your number is rounded down to a whole number: `//` is floor division. "
-        "A variance need not be a whole number; which division keeps the fraction?",
-        lambda d_k: d_k // 9,
+        "A divisor need not be a whole number; which division keeps the fraction?",
+        lambda d_k: np.sqrt(d_k) // 3,
     ),
 )
 
@@ -339,7 +351,7 @@ def _estimate_hint(got: np.ndarray, want: np.ndarray, inputs: dict) -> str | Non
         return (
             "Your number is within a few percent of the right one but not equal to it: it "
             "looks like an estimate from random samples. The function should return the "
-            "exact variance; derive it from the variance of one uniform entry."
+            "exact divisor; derive it from the variance of one uniform entry."
         )
     return None
 
@@ -353,15 +365,15 @@ def _two_steps_hint(got: np.ndarray, want: np.ndarray, inputs: dict) -> str | No
 
 register(
     LESSON,
-    solutions.uniform_score_variance,
-    "uniform_score_variance(d_k) -> Var(q·k) for entries uniform on [-1, 1]",
+    solutions.uniform_divisor,
+    "uniform_divisor(d_k) -> c such that q·k / c has variance 1, entries uniform on [-1, 1]",
     ArrayCheck(
         uniform_cases,
-        reference=solutions.uniform_score_variance,
+        reference=solutions.uniform_divisor,
         shape_rule="one number for one d_k",
         mistakes=UNIFORM_MISTAKES,
         hints=(_estimate_hint, _two_steps_hint),
-        # The expected number (1 for d_k = 9) would give the formula away.
+        # The expected number (2 for d_k = 36) would give the formula away.
         show_expected=False,
     ),
 )

@@ -8,6 +8,9 @@ measure how far softmax collapses onto one key when the scores are large.
 Lesson: ``notebooks/03_scaling.ipynb``.
 """
 
+import ast
+import inspect
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +20,7 @@ from ..lessons.scaling import largest_jacobian_entry, temperature_for_entropy
 from ..memory import measured_peak
 from ..softmax import entropy, softmax
 from . import solutions
-from .arrays import ArrayCheck, Case, Mistake, softmax_rows
+from .arrays import ArrayCheck, Case, Mistake, _example, matches, softmax_rows
 from .calling import call_answer, silenced
 from .messages import CheckResult, Fail
 from .registry import register
@@ -62,9 +65,14 @@ def cases() -> list[Case]:
 _FORMULA = "H = `-(p * np.log(p)).sum(axis=-1)`, with entries where p = 0 counted as 0"
 
 _ZERO_FIX = (
-    "Replace the zeros before taking the log, e.g. `np.log(np.where(p > 0, p, 1.0))`: "
-    "log 1 = 0, so those entries add exactly 0, which is the right value of 0 · log 0 "
+    "Before taking the log, replace each p = 0 by a number whose log is 0 (`np.where` can "
+    "do it): those entries then add exactly 0, which is the right value of 0 · log 0 "
     "(x log x goes to 0 as x goes to 0)."
+)
+
+_OUT_TIP = (
+    "(With `np.log(p, where=p > 0)`, also pass `out=np.zeros_like(p)`: without `out`, the "
+    "skipped entries hold whatever happened to be in memory.)"
 )
 
 MISTAKES = (
@@ -133,10 +141,7 @@ def _zero_rows_hint(got, want, inputs):
     if ok[~has_zero].all() and not ok[has_zero].all():
         return (
             "Your entropy is right on the rows without zeros and wrong on the rows that "
-            "contain p = 0, so the 0 · log 0 entries are the trouble. "
-            + _ZERO_FIX
-            + " (With `np.log(p, where=p > 0)`, also pass `out=np.zeros_like(p)`: without "
-            "`out`, the skipped entries hold whatever happened to be in memory.)"
+            "contain p = 0, so the 0 · log 0 entries are the trouble. " + _ZERO_FIX + " " + _OUT_TIP
         )
     return None
 
@@ -150,9 +155,15 @@ def _range_hint(got, want, inputs):
     if not np.isfinite(got).all():
         return None
     if (got < -1e-9).any():
+        if matches(-got, want):
+            return (
+                "Your entropies have the wrong sign: -Σ p log p is never negative "
+                f"(every log p ≤ 0). Check the minus sign. {_FORMULA}."
+            )
         return (
-            "Some of your entropies are negative, but -Σ p log p is never negative "
-            f"(every log p ≤ 0). Check the minus sign. {_FORMULA}."
+            "Some of your entropies are negative, but -Σ p log p never is: for a "
+            "probability p ≤ 1, log p ≤ 0. Is the number inside your log ever above 1? "
+            f"Did you add something to p inside the log? {_FORMULA}."
         )
     if (got > np.log(p.shape[-1]) + 1e-6).any():
         return (
@@ -163,11 +174,69 @@ def _range_hint(got, want, inputs):
     return None
 
 
+def _fill_freed_memory_with_nan(n_numbers: int) -> None:
+    """Leave freed blocks the size of n float64 and of n float32 numbers holding NaN.
+
+    A NumPy function called with ``where=`` but no ``out=`` skips the entries where the
+    condition is False and leaves in them whatever was in the memory it got, often zeros
+    that hide the mistake. NumPy keeps recently freed small blocks and hands them out again,
+    so after this the next arrays of that size start as NaN, and the mistake shows up.
+    Correct code never reads such entries, so this cannot fail a correct answer.
+    """
+    for dtype in (np.float64, np.float32):
+        blocks = [np.full(n_numbers, np.nan, dtype=dtype) for _ in range(8)]
+        del blocks
+
+
+def _ufunc_where_without_out(answer: Any) -> bool:
+    """Whether the answer's source calls a NumPy ufunc (np.log, np.multiply...) with
+    ``where=`` and no ``out=``; False when its source can't be read."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(answer)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        keywords = {k.arg for k in node.keywords}
+        if "where" in keywords and "out" not in keywords:
+            if isinstance(getattr(np, called, None), np.ufunc):
+                return True
+    return False
+
+
+_WHERE_WITHOUT_OUT = (
+    "Your entropy is wrong on the rows that contain p = 0. You call a NumPy function with "
+    "`where=` but without `out=`: where the condition is False it skips the entry and "
+    "leaves in it whatever happened to be in memory. Here that was NaN; another time it may "
+    "be 0 and hide the problem, so the result changes from run to run. Which value should a "
+    "skipped entry of log p hold, and how can you hand the function an array that already "
+    "holds it?"
+)
+
+
+@dataclass(frozen=True)
+class EntropyCheck(ArrayCheck):
+    """An ArrayCheck that runs the answer where freed memory holds NaN, so that entries a
+    ufunc skips (``where=`` without ``out=``) come out NaN every time, not by chance."""
+
+    def _answer_on(
+        self, answer, case: Case, want: np.ndarray, name: str, timeout, notes: list[str]
+    ) -> np.ndarray:
+        _fill_freed_memory_with_nan(np.size(case.inputs["p"]))
+        got = super()._answer_on(answer, case, want, name, timeout, notes)
+        if not matches(got, want) and _ufunc_where_without_out(answer):
+            raise Fail(f"{_WHERE_WITHOUT_OUT}\n\n{_example(got, want, case, name, None)}")
+        return got
+
+
 register(
     "notebooks/03_scaling.ipynb",
     solutions.entropy,
     "entropy(p) -> one entropy in nats per row of a 2-D p, shape (n_rows,)",
-    ArrayCheck(
+    EntropyCheck(
         cases,
         reference=reference_entropy,
         shape_rule="one entropy per row of p, shape (n_rows,)",
@@ -299,6 +368,20 @@ def _jacobian_range_hint(got, want, inputs):
     return None
 
 
+def _same_for_every_row(got, want, inputs):
+    """One number repeated in every row: the maximum was taken over the whole array."""
+    got = np.asarray(got, dtype=np.float64)
+    if got.shape != want.shape or got.size < 2 or not np.isfinite(got).all():
+        return None
+    if np.ptp(got) > 1e-12 or np.ptp(np.asarray(want, dtype=np.float64)) <= 1e-12:
+        return None
+    return (
+        "Your function gives the same number for every row, but the rows differ: did you "
+        "take the maximum over the whole array? Each row has its own Jacobian and its own "
+        "top weight: reduce along the last axis only, `axis=-1`."
+    )
+
+
 def _jacobian_advice(got, want, inputs):
     """Right shape, numbers in range, but not the largest entry: how to find it."""
     if got.shape != want.shape or not np.isfinite(got.astype(np.float64)).all():
@@ -370,6 +453,7 @@ register(
         mistakes=JACOBIAN_MISTAKES,
         hints=(
             _jacobian_range_hint,
+            _same_for_every_row,
             _jacobian_advice,
         ),
         shape_hint=(
@@ -411,6 +495,12 @@ TEMPERATURE_MISTAKES = (
         "temperature divides them, softmax(scores / τ): a larger τ gives a flatter row.",
         _multiplier,
     ),
+    Mistake(
+        "You returned the target entropy itself, not a temperature. The target is what the "
+        "row's entropy should reach; τ is the number you divide the scores by to get there. "
+        "Which τ makes entropy(softmax(scores / τ)) equal to the target?",
+        lambda scores, target: float(target),
+    ),
 )
 
 
@@ -418,6 +508,12 @@ def _digits(got: float, want: float) -> str:
     """A format that tells two numbers apart: 6 significant digits when they agree to 3
     decimals (they would print alike), 4 otherwise."""
     return ".6g" if f"{got:.3f}" == f"{want:.3f}" else ".4g"
+
+
+def _at_an_end(tau: float) -> bool:
+    """Whether τ is a round end of a search interval, such as 0.1, 10, 0.001 or 1000."""
+    power = np.log10(tau)
+    return abs(power) >= 1 and abs(power - round(power)) < 1e-6
 
 
 def _entropy_hint(got, want, inputs):
@@ -434,7 +530,16 @@ def _entropy_hint(got, want, inputs):
             "within 1 part in 10,000, and yours is further off. How fine is your search "
             "when you stop: how wide is the last interval, or the last step of your grid?"
         )
-    direction = "too sharp: raise τ" if reached < inputs["target"] else "too flat: lower τ"
+    too_sharp = reached < inputs["target"]
+    if _at_an_end(got):
+        return (
+            f"Your τ = {got:g} looks like one end of your search interval (the right τ is "
+            f"{want:{f}}), and with it the row is {'too sharp' if too_sharp else 'too flat'}: "
+            f"entropy {max(reached, 0.0):.3f} nats against the target {inputs['target']:g}. "
+            "Did your search move the wrong way at every step? When the entropy is below the "
+            "target, the row is too sharp: which end of the interval should move, and where to?"
+        )
+    direction = "too sharp: raise τ" if too_sharp else "too flat: lower τ"
     return (
         f"With your τ = {got:{f}} the row's entropy is {reached:.3f} nats, not the target "
         f"{inputs['target']:g} (the right τ is {want:{f}}): {direction}. The entropy rises "

@@ -317,10 +317,71 @@ def _masked(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 _EMPTY_ROW = (
-    "A row with every key blocked is all -inf, so its maximum is -inf, and "
-    "-inf - (-inf) is NaN. Which number could you shift such a row by instead, and what "
-    "should you divide by when a row's sum is 0?"
+    "Two steps can give NaN on such a row: the shift (the row is all -inf, so its maximum "
+    "is -inf, and -inf - (-inf) is NaN) and the division (every exp is 0, so the sum is 0, "
+    "and 0 / 0 is NaN). Which number could you shift such a row by, and what should you "
+    "divide by when its sum is 0?"
 )
+# The same, once a rerun with NumPy's errors raised has found the step that gives NaN.
+_EMPTY_ROW_BY_STEP = {
+    "subtract": (
+        "Such a row is all -inf, so its maximum is -inf, and -inf - (-inf) is NaN. Which "
+        "number could you shift such a row by instead? (Then look at its sum: what should "
+        "you divide by when it is 0?)"
+    ),
+    "divide": (
+        "Your shift is fine there, but after exp every entry of such a row is 0, so its sum "
+        "is 0, and 0 / 0 is NaN. What could you divide by when a row's sum is 0, so that "
+        "the row stays all zeros?"
+    ),
+}
+
+
+def _has_empty_row(inputs: dict[str, Any]) -> bool:
+    keep = np.broadcast_to(np.asarray(inputs["mask"], dtype=bool), np.shape(inputs["x"]))
+    return not keep.any(axis=-1).all()
+
+
+def _blocked_on_top(inputs: dict[str, Any]) -> bool:
+    """Whether some row's largest score belongs to a blocked key."""
+    x = np.asarray(inputs["x"], dtype=float)
+    keep = np.broadcast_to(np.asarray(inputs["mask"], dtype=bool), x.shape)
+    kept_top = np.where(keep, x, -np.inf).max(axis=-1)
+    return bool((x.max(axis=-1) > kept_top).any())
+
+
+def _warning_cause(error: str, inputs: dict[str, Any]) -> str:
+    """Where a warning of a right answer comes from, from NumPy's message and the input."""
+    if "overflow" in error:
+        where = (
+            " On this input a blocked key has by far the largest score of its row."
+            if _blocked_on_top(inputs)
+            else ""
+        )
+        return (
+            f"An exp overflows on a score that your function throws away afterwards.{where} "
+            "Does your code still take exp of the blocked scores? (`np.ma`, for one, computes "
+            "every entry, masked or not.) Which value could a blocked score take before exp, "
+            "so that exp gives exactly 0 without overflowing?"
+        )
+    if _has_empty_row(inputs) and error.endswith("subtract"):
+        return (
+            "A row with every key blocked is where it happens: its maximum is -inf, and "
+            "-inf - (-inf) is computed, then thrown away. Which number could you shift such "
+            "a row by instead?"
+        )
+    if _has_empty_row(inputs) and error.endswith("divide"):
+        return (
+            "A row with every key blocked is where it happens: its sum is 0, and 0 / 0 is "
+            "computed, then thrown away. What could you divide by when a row's sum is 0?"
+        )
+    if _has_empty_row(inputs):
+        return (
+            "A row with every key blocked is where it happens: -inf - (-inf) or 0 / 0 is "
+            "computed, then thrown away. Can you pick the shift and the divisor of such a row "
+            "so that neither is ever computed?"
+        )
+    return "Which step computes a value that is then thrown away, and can you avoid it?"
 
 
 def _exp_times_mask(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -336,6 +397,20 @@ _USE_WHERE = (
     "which picks each entry from one array or the other without multiplying."
 )
 
+
+def _mask_row_by_index(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """A loop over the rows that takes ``mask[i]`` as row i's mask: right for a 2-D mask,
+    but for a 1-D mask ``mask[i]`` is the one flag of key i, applied to the whole row."""
+    mask = np.asarray(mask, dtype=bool)
+    if mask.ndim == 2:
+        return _masked(x, mask)
+    return np.stack(
+        [_masked(x[i : i + 1], np.full(x.shape[-1], mask[i]))[0] for i in range(len(x))]
+    )
+
+
+_ONE_FLAG_PER_KEY = "Here the mask is 1-D, shape (m,): one flag per key, shared by every row."
+
 MASKED_MISTAKES = (
     Mistake(
         "Your weights are nan where a blocked key's score lies far above the kept ones: you "
@@ -347,6 +422,13 @@ MASKED_MISTAKES = (
         "Your weights ignore the mask: the blocked keys still get weight. Which scores should "
         "become -inf before the softmax, so that exp gives exactly 0 there?",
         lambda x, mask: softmax_rows(x),
+    ),
+    Mistake(
+        "Your weights are right for a mask of x's shape, but not for the 1-D mask, shape "
+        "(m,): one flag per key, shared by every row. If you go row by row, `mask[i]` is then "
+        "the flag of key i, not the mask of row i. What does `np.where(mask, x, -np.inf)` do "
+        "with a mask of shape (m,)?",
+        _mask_row_by_index,
     ),
     Mistake(
         "Your mask is the wrong way round: your blocked keys are the ones marked True. Here "
@@ -441,31 +523,53 @@ class NoWarningCheck(ArrayCheck):
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         result = super().__call__(answer, name=name, timeout=timeout)
         if not result.passed:
+            step = self._nan_step(answer, timeout) if _EMPTY_ROW in result.message else None
+            if step is not None:
+                message = result.message.replace(_EMPTY_ROW, _EMPTY_ROW_BY_STEP[step])
+                return CheckResult(False, message, name)
             return result
         for case in self.cases():
-            args = [np.copy(v) for v in case.inputs.values()]
-
-            def run(args: list[Any] = args) -> Any:
-                with np.errstate(divide="raise", invalid="raise", over="raise"):
-                    return answer(*args)
-
             try:
-                with silenced():
-                    run_with_time_limit(run, timeout)
+                _raising(answer, case, timeout, divide="raise", invalid="raise", over="raise")
             except FloatingPointError as error:
                 return CheckResult(
                     False,
                     f"Your `{name}` returns the right weights, but on the test input "
                     f"{case.label!r} NumPy warns along the way ({error}), and that "
-                    "RuntimeWarning would show under every cell that calls it. A row with "
-                    "every key blocked is where it happens: -inf - (-inf) and 0 / 0 are "
-                    "computed, then thrown away. Can you pick the shift and the divisor of "
-                    "such a row so that neither is ever computed?",
+                    "RuntimeWarning would show under every cell that calls it. "
+                    + _warning_cause(str(error), case.inputs),
                     name,
                 )
             except Exception:  # already passed: any other trouble is not this check's
                 continue
         return result
+
+    def _nan_step(self, answer: Any, timeout: float | None) -> str | None:
+        """The step that first gives NaN on a row with every key blocked: "subtract" (the
+        shift) or "divide" (by a zero sum); None when a rerun cannot tell."""
+        for case in self.cases():
+            if not _has_empty_row(case.inputs):
+                continue
+            try:
+                _raising(answer, case, timeout, divide="raise", invalid="raise")
+            except FloatingPointError as error:
+                step = str(error).rsplit(" ", 1)[-1]
+                return step if step in _EMPTY_ROW_BY_STEP else None
+            except Exception:
+                return None
+        return None
+
+
+def _raising(answer: Any, case: Case, timeout: float | None, **errors: str) -> Any:
+    """The answer on one test input, with NumPy's floating-point ``errors`` raised."""
+    args = [np.copy(v) for v in case.inputs.values()]
+
+    def run() -> Any:
+        with np.errstate(**errors):  # type: ignore[arg-type]
+            return answer(*args)
+
+    with silenced():
+        return run_with_time_limit(run, timeout)
 
 
 # --------------------------------------------------------------- register
@@ -517,6 +621,15 @@ register(
         shape_rule="the same shape as x, one weight per score",
         mistakes=MASKED_MISTAKES,
         hints=(_masked_nan_hint, _masked_sum_hint, _masked_multiply_hint),
+        error_hints=(
+            (
+                lambda error, inputs: "IndexError" in error and np.ndim(inputs["mask"]) == 1,
+                _ONE_FLAG_PER_KEY
+                + " Boolean indexing such as `x[~mask]` needs a mask of x's own shape, while "
+                "`np.where` broadcasts the mask over the rows. Which of the two fits a mask of "
+                "shape (m,)?",
+            ),
+        ),
         shape_hint=(
             "The mask may be 1-D, one flag per key, while x is (n, m): `np.where(mask, x, ...)` "
             "broadcasts it over the rows. And a row's maximum or sum, taken with "

@@ -62,9 +62,15 @@ _SHAPES_IN_ERROR = re.compile(r"\(([\d, ]*)\)")
 
 
 def _error_shapes(message: str) -> list[tuple[int, ...]]:
-    """The shapes NumPy names in a broadcast error, e.g. (2,4) (2,) → [(2, 4), (2,)]."""
+    """The shapes NumPy names in a broadcast error, e.g. (2,4) (2,) → [(2, 4), (2,)].
+
+    Only NumPy's own text counts: the checker's " on line …" and " when called with Q of
+    shape …" that follow it name the inputs' shapes, which must not be read as the error's.
+    """
     if "broadcast" not in message:
         return []
+    for marker in (" on line ", " when called with ", " at "):
+        message = message.split(marker, 1)[0]
     found = _SHAPES_IN_ERROR.findall(message)
     return [tuple(int(n) for n in shape.split(",") if n.strip()) for shape in found]
 
@@ -72,6 +78,21 @@ def _error_shapes(message: str) -> list[tuple[int, ...]]:
 def _row_total_without_keepdims(message: str, inputs: dict[str, Any]) -> bool:
     shapes = _error_shapes(message)
     return any(len(a) >= 2 and b == a[:-1] for a in shapes for b in shapes)
+
+
+def _dot_on_batches(message: str, inputs: dict[str, Any]) -> bool:
+    """np.dot(Q, Kᵀ) on batched arrays: scores of shape Q.shape[:-1] + K.shape[:-2] + (n_k,)."""
+    Q, K = inputs.get("Q"), inputs.get("K")
+    if Q is None or K is None or Q.ndim < 3:
+        return False
+    return Q.shape[:-1] + K.shape[:-2] + K.shape[-2:-1] in _error_shapes(message)
+
+
+_DOT_ON_BATCHES = (
+    "One shape in that error has more axes than Q: the scores of `np.dot`, which on arrays "
+    "with more than two axes is not a batched product: it pairs every sequence with every "
+    "other. Which product in Section 8 acts on the last two axes only, batch by batch?"
+)
 
 
 def _mask_transposed(message: str, inputs: dict[str, Any]) -> bool:
@@ -92,7 +113,7 @@ def _keepdims(axes: str) -> str:
 
 
 _LEADING_AXES = (
-    "Your code seems to assume two leading axes, a batch and a head, as Section 7's loops "
+    "Your code seems to assume two leading axes, a batch and a head, as Section 8's loops "
     "do: on a 2-D Q, `Q[b, h]` is a single number. It must work with none, one or two "
     "leading axes. Which operations act on the last two axes whatever comes in front?"
 )
@@ -144,7 +165,7 @@ def attention_cases() -> list[Case]:
 def masked_attention_cases() -> list[Case]:
     # Every row of every mask allows some keys and blocks some, so an ignored or
     # inverted mask always changes the result. The last two cases carry batch and head
-    # axes in front, as Section 7 does, with one (n_q, n_k) mask shared by all of them;
+    # axes in front, as Section 8 does, with one (n_q, n_k) mask shared by all of them;
     # there `K.T` reverses every axis, where only the last two must swap.
     cases = _attention_cases(515, with_mask=True)
     rng = np.random.default_rng(525)
@@ -686,6 +707,12 @@ SCORES_FOR_MISTAKES = (
         lambda V, z: log_weights(V @ z),
     ),
     Mistake(
+        "Your scores are e^w, the exponentials of the right weights w. The softmax "
+        "exponentiates its input itself, so your weights come out as e^(e^w) / Σ e^(e^w), "
+        "not w. Which step undoes an exponential, so that e^s = w?",
+        lambda V, z: log_weights(np.exp(_barycentric(V, z))),
+    ),
+    Mistake(
         "Your scores have the wrong sign: -log w. The softmax then gives the most weight to "
         "the row that should get the least. Which scores s give e^s / Σ e^s = w?",
         lambda V, z: log_weights(-np.log(_barycentric(V, z))),
@@ -870,6 +897,7 @@ register(
         # The mask is what most mistakes here are about; Q, K and V are too big to read.
         shown_inputs=("mask",),
         error_hints=(
+            (_dot_on_batches, _DOT_ON_BATCHES),
             (_row_total_without_keepdims, _keepdims("..., ")),
             (_mask_transposed, _TRANSPOSED_MASK),
             (lambda message, inputs: "for @: 'numpy.float64'" in message, _LEADING_AXES),

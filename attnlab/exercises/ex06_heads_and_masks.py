@@ -13,6 +13,7 @@ mask on the key axis, combined with the causal mask by AND.
 Lesson: ``notebooks/06_heads_and_masks.ipynb``.
 """
 
+import re
 from typing import Any
 
 import numpy as np
@@ -102,6 +103,22 @@ def _diagonal_blocks(X, W_Q, W_K, W_V, W_O, n_heads):
         Q, K, V = (X[:, s] @ W[s, s] for W in (W_Q, W_K, W_V))
         heads.append(softmax_rows(Q @ K.T / np.sqrt(d_head)) @ V)
     return np.hstack(heads) @ W_O
+
+
+def _output_blocks(X, W_Q, W_K, W_V, W_O, n_heads, *, input_blocks=False):
+    """Each head's output times its own diagonal block of W_O, ``head_h @ W_O[s, s]``, into
+    its own columns of the result (with ``input_blocks``, the projections too, as in
+    ``_diagonal_blocks``)."""
+    d_head = X.shape[1] // n_heads
+    outs = []
+    for h in range(n_heads):
+        s = slice(h * d_head, (h + 1) * d_head)
+        if input_blocks:
+            Q, K, V = (X[:, s] @ W[s, s] for W in (W_Q, W_K, W_V))
+        else:
+            Q, K, V = ((X @ W)[:, s] for W in (W_Q, W_K, W_V))
+        outs.append(softmax_rows(Q @ K.T / np.sqrt(d_head)) @ V @ W_O[s, s])
+    return np.hstack(outs)
 
 
 def _heads_averaged(X, W_Q, W_K, W_V, W_O, n_heads):
@@ -195,6 +212,22 @@ MHA_MISTAKES = (
         "column of Q mixes all d_model features of X. Which columns of W_Q does head h "
         "need, and which rows?",
         _diagonal_blocks,
+    ),
+    Mistake(
+        "Your heads are right, but each one goes through its own diagonal block of W_O, "
+        "like `head_h @ W_O[s, s]`, and fills only its own columns of the output. W_O "
+        "multiplies the merged heads as a whole, so every output column can mix every "
+        "head. Which rows of W_O meet head h's output, and which columns of the output can "
+        "it reach?",
+        _output_blocks,
+    ),
+    Mistake(
+        "Each of your heads uses only diagonal blocks of the weights: its own columns of X "
+        "with `W_Q[s, s]` (and W_K, W_V), and `W_O[s, s]` for its output. Only the columns "
+        "of Q, K and V are split into heads: every column of Q = X W_Q mixes all d_model "
+        "features of X, and W_O mixes all heads into every output column. Which rows and "
+        "columns of each W does head h need?",
+        lambda *args: _output_blocks(*args, input_blocks=True),
     ),
     Mistake(
         "You made d_head heads of n_heads columns each: n_heads and d_head are swapped. "
@@ -383,6 +416,43 @@ def _heads_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> st
         f"Query heads {correct} are right, but head {wrong} is not. With {H} query heads "
         f"sharing {H_kv} key/value heads in groups of {H // H_kv}, which key/value head "
         f"should head {wrong} read, and which one does your code give it?"
+    )
+
+
+def _kv_heads_read(got: np.ndarray, inputs: dict[str, Any]) -> list[int | None]:
+    """For each query head h, the key/value head k whose plain attention
+    ``attention(Q_h, K_k, V_k)`` gives the learner's output for h; None if none does."""
+    Q, K, V = inputs["Q"], inputs["K"], inputs["V"]
+    read: list[int | None] = []
+    for h in range(Q.shape[-3]):
+        theirs = np.take(got, [h], axis=-3)
+        q = np.take(Q, [h], axis=-3)
+        found = []
+        for k in range(K.shape[-3]):
+            k_h, v_h = np.take(K, [k], axis=-3), np.take(V, [k], axis=-3)
+            if matches(theirs, np.asarray(grouped_query_attention(q, k_h, v_h))):
+                found.append(k)
+        read.append(found[0] if len(found) == 1 else None)
+    return read
+
+
+def _none_right_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """Every query head reads one whole key/value head, but none reads its own: names the
+    heads they read (not the ones they should), e.g. groups in reverse order."""
+    if got.shape != want.shape or got.ndim < 3:
+        return None
+    H, H_kv = inputs["Q"].shape[-3], inputs["K"].shape[-3]
+    if any(matches(np.take(got, h, axis=-3), np.take(want, h, axis=-3)) for h in range(H)):
+        return None
+    read = _kv_heads_read(got, inputs)
+    if None in read:
+        return None
+    return (
+        f"None of your query heads reads the right key/value head, though each reads one "
+        f"whole key/value head: your query heads 0 … {H - 1} read key/value heads "
+        f"{', '.join(str(k) for k in read)}. With {H} query heads sharing {H_kv} key/value "
+        f"heads in groups of {H // H_kv} neighbours, which key/value head should query head 0 "
+        f"read, and which should the last one read?"
     )
 
 
@@ -632,6 +702,29 @@ _AS_BOOL_MASK = bool_mask(
 )
 
 
+def _transposed_all_axes(message: str, inputs: dict[str, Any]) -> bool:
+    """The answer stopped on a matrix product in a line that uses ``.T``."""
+    line = re.search(r"at `([^`]*)`", message)
+    return (
+        "matmul" in message and line is not None and re.search(r"\.T\b", line.group(1)) is not None
+    )
+
+
+_DOT_T_HINT = (
+    "The line it stopped on uses `.T`. On an array with more than two axes, `.T` reverses "
+    "*all* of them (lesson 05): a (heads, n, d_head) array comes out as (d_head, n, heads). "
+    "Which two axes do you want to swap for the scores, and how can you swap only those "
+    "(Section 1 does it)?"
+)
+_DOT_T = ((_transposed_all_axes, _DOT_T_HINT),)
+_GQA_DOT_T = (
+    (
+        _transposed_all_axes,
+        _DOT_T_HINT + " (If you loop over the heads: they are on axis −3, behind any batch "
+        "axes, so `Q[h]` picks a sequence when there is a batch.)",
+    ),
+)
+
 register(
     LESSON,
     solutions.multi_head_attention,
@@ -643,6 +736,7 @@ register(
         shape_rule="one row per token and d_model columns, like X: (n, d_model)",
         mistakes=MHA_MISTAKES,
         hints=(_several_heads_hint,),
+        error_hints=_DOT_T,
         shape_hint=(
             "X is (n, d_model). What shape is one head's Q, K and V, and one head's "
             "output? And side by side, before and after W_O?"
@@ -660,12 +754,13 @@ register(
         reference=grouped_query_attention,
         shape_rule="one output per query head, (..., H, n_q, d_v), like Q with d_v columns",
         mistakes=GQA_MISTAKES,
-        hints=(_heads_hint,),
+        hints=(_heads_hint, _none_right_hint),
+        error_hints=_GQA_DOT_T,
         shape_hint=(
             "Two things must line up: Q's last axis with K's (d_k, for the scores), and the "
             "head axes, −3. NumPy stretches an axis only when it has length 1, so with "
             "1 < H_kv < H the H_kv key/value heads cannot meet the H query heads by "
-            "themselves. Which of the two does the message above name? For the heads: how "
+            "themselves. Which of the two does NumPy's error name? For the heads: how "
             "many copies of each key/value head do you need, and along which axis? (If you "
             "loop over the heads: they are on axis −3, behind any batch axes, so `Q[h]` "
             "picks a sequence when there is a batch.)"

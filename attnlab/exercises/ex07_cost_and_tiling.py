@@ -3,26 +3,32 @@
 ``longest_sequence(memory_bytes, d, bytes_per_number)``: the longest sequence whose
 attention peak, ``(2n² + 4nd)`` numbers, fits in a memory budget: the n² wall turned
 round. Counts are compared exactly, so n ± 1 on a large budget fails too.
-``merge_states(m1, l1, m2, l2)``: the running maximum and running sum of two parts of
-a row combined into those of the whole row; a plain softmax cannot fake it, and every
-slip of the rescaling shows in the returned numbers.
+``merge_states(m1, l1, o1, m2, l2, o2)``: the running maximum, sum and output sum of two
+parts of a row combined into those of the whole row (the split-KV merge); a plain softmax
+cannot fake it, and every slip of the rescaling, of l or of o, shows in the returned numbers.
 ``online_softmax(scores, block_size)``: the softmax of one
 row computed block by block with a running maximum and a running sum, as tiled
-attention does. The checker sees only the result, so it tests rows whose maximum
-arrives early, in the middle or late, with scores too large for a plain exp, ragged last blocks,
-block_size 1 and a single block, and names the classic slips of the running
-statistics.
+attention does. The checker tests rows whose maximum arrives early, in the middle or late,
+with scores too large for a plain exp, ragged last blocks, block_size 1 and a single block,
+and names the classic slips of the running statistics. A right result is then run once more
+on a row that counts the scores each maximum or sum takes in at once: a plain softmax of the
+whole row (more than block_size at once) fails.
 
 Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
 """
 
 import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..softmax import softmax
 from . import solutions
 from .arrays import EXP_LIMIT, ArrayCheck, Case, Mistake, overflow_hint, softmax_rows
+from .calling import run_with_time_limit
+from .messages import CheckResult, TooSlow
 from .registry import register
 
 LESSON = "notebooks/07_cost_and_tiling.ipynb"
@@ -115,6 +121,14 @@ LONGEST_MISTAKES = (
         ),
     ),
     Mistake(
+        "You turned the budget into GiB (or another unit) before solving. memory_bytes is "
+        "already in bytes, the same unit as (2n² + 4nd) · bytes_per_number: compare the two "
+        "as they are.",
+        lambda memory_bytes, d, bytes_per_number: _largest(
+            lambda n: peak_bytes(n, d, bytes_per_number) <= memory_bytes / 2**30
+        ),
+    ),
+    Mistake(
         "You kept the sequences whose peak is strictly *below* the budget. A peak equal to "
         "the memory still fits: use ≤.",
         lambda memory_bytes, d, bytes_per_number: _largest(
@@ -159,101 +173,197 @@ def _budget_hint(got, want, inputs):
     )
 
 
+SLOW_SEARCH = (
+    "This budget is not tiny: n runs to tens of thousands at 24 GiB and tens of millions at "
+    "10¹⁵ bytes, so counting n up one at a time takes that many steps. Can you get there in "
+    "a few dozen instead: double n "
+    "until it no longer fits, then halve the gap between the last n that fits and the "
+    "first that does not? (Or solve the inequality for n directly.)"
+)
+
+
+@dataclass(frozen=True)
+class LongestCheck(ArrayCheck):
+    """An ArrayCheck whose time-limit message, on a large budget, points to a faster search."""
+
+    def _answer_on(self, answer, case: Case, want, name: str, timeout, notes) -> np.ndarray:
+        try:
+            return super()._answer_on(answer, case, want, name, timeout, notes)
+        except TooSlow as slow:
+            if case.inputs["memory_bytes"] < 10**9:
+                raise
+            message = slow.message
+            head, _, _ = message.partition(" Is there an endless loop?")
+            background = message[message.find(" It is still running") :]
+            tail = background if " It is still running" in message else ""
+            raise TooSlow(f"{head} {SLOW_SEARCH}{tail}") from None
+
+
 # ---------------------------------------------------------------- merge_states
 
 
-def merge_states(m1, l1, m2, l2):
-    """The reference: ``m = max(m1, m2)``, ``l = l1 e^(m1 − m) + l2 e^(m2 − m)``."""
+def merge_states(m1, l1, o1, m2, l2, o2):
+    """The reference: ``m = max(m1, m2)``; each part's l and o rescaled by ``e^(m_i − m)``."""
     m = max(m1, m2)
     if m == -np.inf:  # two empty parts: nothing to rescale
-        return m, 0.0
-    return m, l1 * np.exp(m1 - m) + l2 * np.exp(m2 - m)
+        return m, 0.0, 0.0
+    a, b = np.exp(m1 - m), np.exp(m2 - m)
+    return m, l1 * a + l2 * b, o1 * a + o2 * b
 
 
 def merge_cases() -> list[Case]:
-    def case(label, m1, l1, m2, l2):
-        return Case(label, {"m1": m1, "l1": l1, "m2": m2, "l2": l2})
+    def case(label, m1, l1, o1, m2, l2, o2):
+        return Case(label, {"m1": m1, "l1": l1, "o1": o1, "m2": m2, "l2": l2, "o2": o2})
 
     return [
-        case("the second part has the larger maximum", 2.0, 1.5, 3.0, 1.25),
-        case("the first part has the larger maximum", 5.0, 2.0, 1.0, 3.0),
-        case("equal maxima", 0.5, 1.25, 0.5, 2.0),
-        case("both maxima below 0", -4.0, 1.1, -2.5, 1.7),
+        case("the second part has the larger maximum", 2.0, 1.5, 0.6, 3.0, 1.25, -0.5),
+        case("the first part has the larger maximum", 5.0, 2.0, -1.2, 1.0, 3.0, 2.1),
+        case("equal maxima", 0.5, 1.25, 0.8, 0.5, 2.0, -0.4),
+        case("both maxima below 0", -4.0, 1.1, 0.3, -2.5, 1.7, 1.4),
         case(
-            "an empty first part (m1 = -inf, l1 = 0), as before the first block",
+            "an empty first part (m1 = -inf, l1 = 0, o1 = 0), as before the first block",
             -np.inf,
+            0.0,
             0.0,
             1.5,
             2.2,
+            -0.9,
         ),
-        case("maxima far apart, the larger second: 3 and 1000", 3.0, 1.8, 1000.0, 1.0),
-        case("maxima far apart, the larger first: 1000 and 3", 1000.0, 1.0, 3.0, 1.8),
+        case("maxima far apart, the larger second: 3 and 1000", 3.0, 1.8, 1.1, 1000.0, 1.0, 0.7),
+        case("maxima far apart, the larger first: 1000 and 3", 1000.0, 1.0, 0.7, 3.0, 1.8, 1.1),
     ]
 
 
 _MERGE_RESCALE = (
-    "l1 is a sum of e^(s − m1) and l2 a sum of e^(s − m2); the merged l must be a sum of "
-    "e^(s − m). Since e^(s − m) = e^(s − m1) · e^(m1 − m), by what must each sum be "
-    "multiplied?"
+    "l1 and o1 are sums of e^(s − m1) (times v for o1), l2 and o2 sums of e^(s − m2); the "
+    "merged l and o must be sums of e^(s − m). Since e^(s − m) = e^(s − m1) · e^(m1 − m), by "
+    "what must each part's sums be multiplied?"
 )
+
+
+def _rescaled(m1, l1, o1, m2, l2, o2, m, a, b):
+    """(m, l, o) with part 1's sums multiplied by ``a`` and part 2's by ``b``."""
+    return m, l1 * a + l2 * b, o1 * a + o2 * b
+
+
+def _factors(m1, m2):
+    m = max(m1, m2)
+    return m, np.exp(m1 - m), np.exp(m2 - m)
+
 
 MERGE_MISTAKES = (
     Mistake(
-        "You added l1 and l2 as they are. They were taken against different maxima, so "
-        "their terms are on different scales. " + _MERGE_RESCALE,
-        lambda m1, l1, m2, l2: (max(m1, m2), l1 + l2),
+        "You added the two parts' l and o as they are. They were taken against different "
+        "maxima, so their terms are on different scales. " + _MERGE_RESCALE,
+        lambda m1, l1, o1, m2, l2, o2: (max(m1, m2), l1 + l2, o1 + o2),
+    ),
+    Mistake(
+        "Your m and l are right, but you added o1 and o2 as they are. o is a sum of "
+        "e^(s − m_i) v_j, taken against the same maximum as l: which factor did l need, and "
+        "does o need it too?",
+        lambda m1, l1, o1, m2, l2, o2: (
+            max(m1, m2),
+            merge_states(m1, l1, o1, m2, l2, o2)[1],
+            o1 + o2,
+        ),
     ),
     Mistake(
         "Your rescale factors are upside down: a part whose maximum is below m must "
         "shrink, by e^(m_i − m) ≤ 1, not grow by e^(m − m_i). " + _MERGE_RESCALE,
-        lambda m1, l1, m2, l2: (
+        lambda m1, l1, o1, m2, l2, o2: _rescaled(
+            m1,
+            l1,
+            o1,
+            m2,
+            l2,
+            o2,
             max(m1, m2),
-            l1 * np.exp(max(m1, m2) - m1) + l2 * np.exp(max(m1, m2) - m2),
+            np.exp(max(m1, m2) - m1),
+            np.exp(max(m1, m2) - m2),
         ),
     ),
     Mistake(
-        "You rescaled l1 but left l2 as it is. The second part's maximum can be below m "
-        "too (here the first part holds the largest score). " + _MERGE_RESCALE,
-        lambda m1, l1, m2, l2: (max(m1, m2), l1 * np.exp(m1 - max(m1, m2)) + l2),
+        "You rescaled the first part's sums but left the second part's as they are. The "
+        "second part's maximum can be below m too (here the first part holds the largest "
+        "score). " + _MERGE_RESCALE,
+        lambda m1, l1, o1, m2, l2, o2: _rescaled(
+            m1, l1, o1, m2, l2, o2, max(m1, m2), _factors(m1, m2)[1], 1.0
+        ),
     ),
     Mistake(
-        "You rescaled l2 but left l1 as it is. When the second part brings a larger "
-        "maximum, the first part's terms must shrink to match it. " + _MERGE_RESCALE,
-        lambda m1, l1, m2, l2: (max(m1, m2), l1 + l2 * np.exp(m2 - max(m1, m2))),
+        "You rescaled the second part's sums but left the first part's as they are. When "
+        "the second part brings a larger maximum, the first part's terms must shrink to "
+        "match it. " + _MERGE_RESCALE,
+        lambda m1, l1, o1, m2, l2, o2: _rescaled(
+            m1, l1, o1, m2, l2, o2, max(m1, m2), 1.0, _factors(m1, m2)[2]
+        ),
+    ),
+    Mistake(
+        "Your third number is o / l, the attention output itself. Keep o unnormalised, a "
+        "sum like l: the merged state may be merged again with the next block, and only "
+        "the very last o is divided by l.",
+        lambda m1, l1, o1, m2, l2, o2: (
+            max(m1, m2),
+            merge_states(m1, l1, o1, m2, l2, o2)[1],
+            merge_states(m1, l1, o1, m2, l2, o2)[2] / merge_states(m1, l1, o1, m2, l2, o2)[1],
+        ),
     ),
     Mistake(
         "Your m is m1 + m2. The merged m is the largest score of the whole row, and the "
         "largest of all the scores is the larger of the two parts' largest: which "
         "function gives that?",
-        lambda m1, l1, m2, l2: (m1 + m2, merge_states(m1, l1, m2, l2)[1]),
+        lambda m1, l1, o1, m2, l2, o2: (m1 + m2, *merge_states(m1, l1, o1, m2, l2, o2)[1:]),
     ),
     Mistake(
         "You started the maximum at 0 (max(0, m1, m2)): when every score is below 0, that "
         "is not the largest score of the row. The merged m must be the largest score "
         "itself, so that the largest term of l is exactly 1.",
-        lambda m1, l1, m2, l2: (
+        lambda m1, l1, o1, m2, l2, o2: _rescaled(
+            m1,
+            l1,
+            o1,
+            m2,
+            l2,
+            o2,
             max(0.0, m1, m2),
-            l1 * np.exp(m1 - max(0.0, m1, m2)) + l2 * np.exp(m2 - max(0.0, m1, m2)),
+            np.exp(m1 - max(0.0, m1, m2)),
+            np.exp(m2 - max(0.0, m1, m2)),
         ),
     ),
     Mistake(
         "You took the second part's maximum as the new m, even when the first part's is "
         "larger. Then e^(m1 − m2) can overflow (e^997 is inf). A running maximum never goes "
         "down: which m do both parts' scores stay below?",
-        lambda m1, l1, m2, l2: (m2, l1 * np.exp(m1 - m2) + l2),
+        lambda m1, l1, o1, m2, l2, o2: _rescaled(m1, l1, o1, m2, l2, o2, m2, np.exp(m1 - m2), 1.0),
     ),
 )
 
 
+_merge_overflow_hint = overflow_hint(
+    "Your result holds NaN or inf where a maximum is as large as 1000: e^1000 overflows to "
+    "inf, and inf / inf is NaN. Do you take e of a maximum on its own somewhere? Take it only "
+    "of a difference m_i − m, which is never above 0, so that e^(m_i − m) ≤ 1.",
+    lambda inputs: max((abs(m) for m in (inputs["m1"], inputs["m2"]) if np.isfinite(m)), default=0),
+)
+
+
 def _merge_hint(got, want, inputs):
-    if got.shape != (2,) or not np.isfinite(got.astype(np.float64)).all():
+    if got.shape != (3,) or not np.isfinite(got.astype(np.float64)).all():
         return None
-    if abs(float(got[0]) - float(want[0])) > 1e-9 * max(1.0, abs(float(want[0]))):
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    if not np.allclose(got, want) and np.allclose(np.sort(got), np.sort(want)):
         return (
-            f"Your m is {float(got[0]):.4g}. The merged m is the largest score of the whole "
+            "Your three numbers are right, but in another order. The state is returned as "
+            "`return m, l, o`: the maximum, the sum, then the output sum."
+        )
+    if abs(got[0] - want[0]) > 1e-9 * max(1.0, abs(want[0])):
+        return (
+            f"Your m is {got[0]:.4g}. The merged m is the largest score of the whole "
             "row, both parts together: which of m1 and m2 is it here?"
         )
-    return f"Your m is right, but your l is not. {_MERGE_RESCALE}"
+    if not np.isclose(got[1], want[1]):
+        return f"Your m is right, but your l is not. {_MERGE_RESCALE}"
+    return f"Your m and l are right, but your o is not. {_MERGE_RESCALE}"
 
 
 # ---------------------------------------------------------------- online_softmax
@@ -541,12 +651,104 @@ def _sum_hint(got, want, inputs):
     return None
 
 
+# The result alone cannot tell an online softmax from a plain one, which takes the maximum and
+# the sum of the whole row at once. So an answer that passes is run once more on a row that
+# notes how many scores one maximum or sum takes in at a time: more than block_size means the
+# answer needed the whole row before it started.
+
+_ROW_REDUCTIONS = (np.maximum, np.fmax, np.add, np.logaddexp)
+
+
+class _CountingRow(np.ndarray):
+    """An array of scores that notes the most entries a max or sum reduced at once.
+
+    Every array computed from it (slices, ``s - m``, ``np.exp(...)``) shares the same
+    record, ``widest[0]``. Everything else behaves as a plain float array.
+    """
+
+    widest: list[int]
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.widest = getattr(obj, "widest", [0])
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        plain = [np.asarray(x) if isinstance(x, _CountingRow) else x for x in inputs]
+        if method == "reduce" and ufunc in _ROW_REDUCTIONS and plain[0].ndim:
+            axis = kwargs.get("axis", 0)
+            axes = range(plain[0].ndim) if axis is None else np.atleast_1d(axis)
+            count = math.prod(plain[0].shape[int(a)] for a in axes)
+            self.widest[0] = max(self.widest[0], count)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(
+                np.asarray(o) if isinstance(o, _CountingRow) else o for o in kwargs["out"]
+            )
+        result = getattr(ufunc, method)(*plain, **kwargs)
+
+        def counted(r):
+            if type(r) is np.ndarray:
+                r = r.view(_CountingRow)
+                r.widest = self.widest
+            return r
+
+        return tuple(counted(r) for r in result) if isinstance(result, tuple) else counted(result)
+
+
+ONE_PASS_ROW = np.array([0.5, -1.2, 0.3, 2.0, 1.1, 1.5, 3.4, -0.7, 0.9, 2.6])
+ONE_PASS_BLOCK = 3
+
+
+def widest_reduction(answer, scores=ONE_PASS_ROW, block_size=ONE_PASS_BLOCK, timeout=None):
+    """The most scores one maximum or sum of ``answer(scores, block_size)`` took in at once.
+
+    None if the answer fails on the counting row (it then passed on plain arrays, so the
+    result stands).
+    """
+    row = np.array(scores, dtype=np.float64).view(_CountingRow)
+    row.widest = [0]
+
+    def run():
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return answer(row, block_size)
+
+    try:
+        run_with_time_limit(run, timeout)
+    except (Exception, SystemExit):  # the counting row is the checker's business, not theirs
+        return None
+    return row.widest[0]
+
+
+@dataclass(frozen=True)
+class OnePassCheck(ArrayCheck):
+    """An ArrayCheck that, once the result is right, also checks that no maximum or sum took
+    in more than one block of scores at once."""
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
+        result = super().__call__(answer, name=name, timeout=timeout)
+        if not result.passed:
+            return result
+        widest = widest_reduction(answer, timeout=timeout)
+        if widest is None or widest <= ONE_PASS_BLOCK:
+            return result
+        n = ONE_PASS_ROW.size
+        return CheckResult(
+            False,
+            f"Your `{name}` gives the right weights, but not block by block: on {n} scores in "
+            f"blocks of {ONE_PASS_BLOCK}, one of its maxima or sums took in {widest} scores "
+            f"at once. That needs the whole row before it starts, which is what the online "
+            f"softmax avoids. Which running quantities can you update from one block at a "
+            f"time, so that only the final weights, exp(s − m) / l, touch the whole row? "
+            f"(A final check such as weights.sum() takes in the whole row too.)",
+            name,
+        )
+
+
 register(
     LESSON,
     solutions.longest_sequence,
     "longest_sequence(memory_bytes, d, bytes_per_number) -> the largest n whose peak "
     "(2n² + 4nd) · bytes_per_number fits in memory_bytes",
-    ArrayCheck(
+    LongestCheck(
         longest_cases,
         reference=longest_sequence,
         shape_rule="one whole number of tokens, not an array",
@@ -558,14 +760,14 @@ register(
 register(
     LESSON,
     solutions.merge_states,
-    "merge_states(m1, l1, m2, l2) -> (m, l): the running maximum and running sum of two parts "
-    "of a row, combined into those of the whole row",
+    "merge_states(m1, l1, o1, m2, l2, o2) -> (m, l, o): the running maximum, sum and output "
+    "sum of two parts of a row, combined into those of the whole row",
     ArrayCheck(
         merge_cases,
         reference=merge_states,
-        shape_rule="two numbers, (m, l): the merged maximum and the merged sum",
+        shape_rule="three numbers, (m, l, o): the merged maximum, sum and output sum",
         mistakes=MERGE_MISTAKES,
-        hints=(_merge_hint,),
+        hints=(_merge_overflow_hint, _merge_hint),
     ),
 )
 register(
@@ -573,7 +775,7 @@ register(
     solutions.online_softmax,
     "online_softmax(scores, block_size) -> softmax of a 1-D row, computed block by block "
     "with a running maximum and a running sum",
-    ArrayCheck(
+    OnePassCheck(
         online_cases,
         reference=lambda scores, block_size: softmax(scores),
         shape_rule="one weight per score, (n,)",

@@ -37,7 +37,7 @@ def backward_cases() -> list[Case]:
 # --------------------------------------------------------- known mistakes
 
 _FORMULA = (
-    "Go back to ∂L/∂x_j = Σ_i g_i p_i (δ_ij − p_j) and split the sum in two: which single "
+    "Go back to ∂L/∂s_j = Σ_i g_i p_i (δ_ij − p_j) and split the sum in two: which single "
     "term does δ_ij keep, and what is left of the second part once p_j comes out of the sum?"
 )
 
@@ -121,7 +121,7 @@ def _rows_sum_to_zero_hint(got, want, inputs):
     if np.allclose(got.sum(axis=-1), 0.0, atol=1e-6):
         return None
     return (
-        "Each row of ∂L/∂x should sum to 0: adding the same number to every score of a row "
+        "Each row of ∂L/∂s should sum to 0: adding the same number to every score of a row "
         f"changes no weight, so the loss can't change either. Yours don't. {_FORMULA}"
     )
 
@@ -129,7 +129,7 @@ def _rows_sum_to_zero_hint(got, want, inputs):
 register(
     "notebooks/08_does_scaling_matter.ipynb",
     solutions.softmax_backward,
-    "softmax_backward(p, grad_p) -> ∂L/∂x like p, rows of p = softmax(x)",
+    "softmax_backward(p, grad_p) -> ∂L/∂s like p, rows of p = softmax(s)",
     ArrayCheck(
         backward_cases,
         reference=softmax_backward,
@@ -180,10 +180,13 @@ def grad_q_cases() -> list[Case]:
         V, G = readable(rng, n_k, d_v), readable(rng, n_q, d_v)
         return Case(label, {"Q": Q, "K": K, "V": V, "grad_O": G, "scale": scale})
 
-    # All dimensions equal first: there a missing or extra transpose still runs (and can be
-    # named) where on other shapes it stops with a shape error.
+    # First, fewer queries than keys (n_q differs from every other size): returning an
+    # array with the shape of another gradient is seen at once, and a G·V that is only
+    # transposed wrong stops with a shape error. n_k = d_k = d_v there, so the slips that
+    # depend on those sizes alone (G V for G Vᵀ, ∂L/∂S · Kᵀ, returning ∂L/∂S) still run
+    # and can be named; the later inputs tell them apart from other slips.
     return [
-        case("Q, K, V and grad_O all 3×3, scale = 1/√3", 3, 3, 3, 3, root_3),
+        case("2 queries, 3 keys, d_k = 3, d_v = 3, scale = 1/√3", 2, 3, 3, 3, root_3),
         case("2 queries, 4 keys, d_k = 3, d_v = 2, scale = 1/√3", 2, 4, 3, 2, root_3),
         case("3 queries, 5 keys, d_k = 4, d_v = 3, unscaled (scale = 1)", 3, 5, 4, 3, 1.0),
         case("one query, 6 keys, d_k = 4, d_v = 2, scale = 0.5", 1, 6, 4, 2, 0.5, spread=2.0),
@@ -265,6 +268,18 @@ GRAD_Q_MISTAKES = (
         "You computed ∂L/∂K, not ∂L/∂Q: (∂L/∂S)ᵀ Q has one row per key. Which array must "
         f"each query's row of ∂L/∂S meet, so that the result has one row per query? {_CHAIN}",
         lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V.T).T @ Q,
+    ),
+    Mistake(
+        "You swapped the arguments of `softmax_backward`: its first argument is the "
+        "softmax's output P, its second the gradient arriving at P, ∂L/∂P. Which of your two "
+        f"arrays holds the weights, and which the gradient? {_CHAIN}",
+        lambda Q, K, V, G, scale: scale * softmax_backward(G @ V.T, _weights(Q, K, scale)) @ K,
+    ),
+    Mistake(
+        "You returned Pᵀ G, which is ∂L/∂V, the gradient with respect to the values (one "
+        "row per key), not the queries. O = P V depends on Q only through P: which "
+        f"gradients must you pass through on the way from G back to Q? {_CHAIN}",
+        lambda Q, K, V, G, scale: _weights(Q, K, scale).T @ G,
     ),
     Mistake(
         "You computed the factor yourself as 1/√d_k from the width of Q and ignored the "

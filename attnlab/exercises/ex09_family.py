@@ -10,6 +10,7 @@ Lesson: ``notebooks/09_attention_family.ipynb``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,24 @@ def relative_cases() -> list[Case]:
 
 def _table_at(n, table, index):
     return np.asarray(table, dtype=float)[index(np.arange(n)[:, None], np.arange(n)[None, :])]
+
+
+def _float_index(message: str, inputs: dict[str, Any]) -> bool:
+    """NumPy's error for an index array of floats, e.g. one built with ``/``."""
+    return "must be of integer" in message
+
+
+_PAST_THE_END = (
+    "One of your indices is past the end of the table. What is the largest index "
+    "your formula builds (at i = n − 1, j = 0), and what is the table's last index?"
+)
+
+_FLOAT_INDEX_HINT = (
+    "Your index array holds floats, not whole numbers: NumPy indexes only with integers, "
+    "even when a float such as 2.0 is whole. A division `/` always gives a float. Which "
+    "part of your index formula is a division, and how do you get the same whole number "
+    "without one?"
+)
 
 
 # The table is in order of distance, so the fix is always "where does b_0 sit?". The
@@ -142,9 +161,11 @@ register(
             "`np.arange(n)`, of shape (n,), into a column of shape (n, 1) and a row of "
             "shape (1, n)?"
         ),
-        index_hint=(
-            "One of your indices is past the end of the table. What is the largest index "
-            "your formula builds (at i = n − 1, j = 0), and what is the table's last index?"
+        # Error hints, not index_hint: an index array of floats raises an IndexError too,
+        # which is not about the table's end.
+        error_hints=(
+            (_float_index, _FLOAT_INDEX_HINT),
+            (lambda message, inputs: "out of bounds" in message, _PAST_THE_END),
         ),
     ),
 )
@@ -232,6 +253,45 @@ def _slopes_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> s
         f"before the query, whose bias is −m_h), are {np.array2string(slopes, precision=4)}. "
         f"Compare them with B[h, 1, 0] of the expected result below: which heads are off, "
         f"and by what factor?"
+    )
+
+
+def _integer_power(message: str, inputs: dict[str, Any]) -> bool:
+    """NumPy's error for an integer array raised to a negative integer power."""
+    return "Integers to negative integer powers" in message
+
+
+_INTEGER_POWER_HINT = (
+    "Both the base and the exponent of your power are integers, and NumPy refuses a "
+    "negative integer power of an integer array: the result would not be a whole number. "
+    "Which of the two should be a float, and is every step of your exponent a true "
+    "division, so that −8h/H keeps its fraction?"
+)
+
+_ONE_HEAD_SHORT = (
+    "You built H − 1 slopes, one head short: the formula's heads run from 1 to H, and a "
+    "range that starts at 1 and stops before H leaves the last one out. How many numbers "
+    "does your range of h hold, and which is the last?"
+)
+
+
+def _one_head_short_reshape(message: str, inputs: dict[str, Any]) -> bool:
+    """A reshape of H − 1 slopes into H heads fails with "cannot reshape array of size H − 1"."""
+    found = re.search(r"cannot reshape array of size (\d+)", message)
+    return found is not None and int(found.group(1)) == inputs["H"] - 1
+
+
+def _last_head_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """Every head right but the last, which is all zeros: a loop over h = 1 … H − 1."""
+    n, H = inputs["n"], inputs["H"]
+    if got.shape != want.shape or n < 2 or H < 2 or got[-1].astype(float).any():
+        return None
+    if not matches(got[:-1], want[:-1]):
+        return None
+    return (
+        "Every head is right except the last, which is all zeros: your loop or range of h "
+        "never reached the last head. The formula's heads run from 1 to H; how many values "
+        "does your range of h take, and which is the last?"
     )
 
 
@@ -356,7 +416,11 @@ register(
         reference=alibi_biases_reference,
         shape_rule="one (n, n) bias matrix per head, heads first: (H, n, n)",
         mistakes=ALIBI_MISTAKES,
-        hints=(_slopes_hint, _causal_hint),
+        hints=(_last_head_hint, _slopes_hint, _causal_hint),
+        error_hints=(
+            (_integer_power, _INTEGER_POWER_HINT),
+            (_one_head_short_reshape, _ONE_HEAD_SHORT),
+        ),
         shape_hint=(
             "Broadcasting lines shapes up from the right: against the (n, n) distances, an "
             "(H,) array of slopes lines the heads up with the keys' axis, and an (H, 1) "

@@ -1,10 +1,11 @@
 """Exercises ``linear_attention`` (elu(x) + 1 features, multiplied in the order that
 never forms an n × n matrix), ``causal_lower_right`` (the causal mask of the last n_q of
-n_k tokens) and ``head_entropy`` (the mean attention entropy of each head, with masked
-keys whose weight is exactly 0).
+n_k tokens) and ``sdpa_weights`` (the weights F.scaled_dot_product_attention uses, with
+its bool and float masks, top-left ``is_causal`` and ``scale``; it must refuse a mask
+together with ``is_causal=True``, as PyTorch does).
 
 The feedback names the mistake and asks the question that leads to the fix; it does
-not write the answer's normaliser, offset or logarithm in code.
+not write the answer's normaliser, offset, mask or factor in code.
 
 The checker sees results, not the order of the products, so ``linear_attention`` is
 run once more, after it gives the right numbers on the small inputs, on 2000 queries
@@ -27,11 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from ..masks import causal_lower_right
+from ..masks import causal_lower_right, causal_mask
 from ..memory import measured_peak
+from ..softmax import softmax
 from . import solutions
-from .arrays import ArrayCheck, Case, Mistake, bool_mask, readable, softmax_rows
-from .calling import call_answer, silenced
+from .arrays import ArrayCheck, Case, Mistake, bool_mask, readable, softmax_along, softmax_rows
+from .calling import TimeLimitExceeded, call_answer, run_with_time_limit, silenced
 from .messages import CheckResult, Fail
 from .registry import register
 
@@ -408,107 +410,225 @@ register(
 )
 
 
-# ------------------------------------------------------------------ head_entropy
+# ------------------------------------------------------------------ sdpa_weights
 
 
-def head_entropy_reference(W):
-    W = np.asarray(W, dtype=float)
-    terms = W * np.log(np.where(W > 0, W, 1.0))
-    return -terms.sum(axis=-1).mean(axis=-1)
+def sdpa_weights_reference(q, k, attn_mask=None, is_causal=False, scale=None):
+    """The weights F.scaled_dot_product_attention uses: softmax(q kᵀ · scale + mask).
+
+    The same as ``attnlab.lessons.in_practice.sdpa_weights``, kept here because the
+    checker must import without matplotlib, which the lesson module loads.
+    """
+    if attn_mask is not None and is_causal:
+        raise ValueError("attn_mask and is_causal=True together are refused, as in PyTorch")
+    q, k = np.asarray(q, dtype=float), np.asarray(k, dtype=float)
+    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    S = q @ np.swapaxes(k, -1, -2) * scale
+    if is_causal:
+        attn_mask = causal_mask(*S.shape[-2:])  # top left
+    if attn_mask is not None and np.asarray(attn_mask).dtype != np.bool_:
+        return softmax(S + attn_mask)  # a float mask is added
+    return softmax(S, mask=attn_mask)  # a bool one is True where a query may attend
 
 
-def _rows(rng, H, n_q, n_k, keep):
-    """Softmax rows of readable scores, with exact zeros where ``keep`` is False."""
-    S = np.where(keep, readable(rng, H, n_q, n_k, scale=2.0), -np.inf)
-    return softmax_rows(S)
+def _slip(*, on_bool=None, on_float=None, causal=causal_mask, factor=None, axis=-1):
+    """The reference with one slip: how a bool or a float mask enters, which causal mask
+    ``is_causal`` builds, the factor ``factor(d_k, scale)`` on the scores, or the axis
+    the weights are normalised along."""
+
+    def compute(q, k, attn_mask, is_causal, scale):
+        d_k = q.shape[-1]
+        c = factor(d_k, scale) if factor else (1 / np.sqrt(d_k) if scale is None else scale)
+        S = q @ np.swapaxes(k, -1, -2) * c
+        if is_causal:
+            attn_mask = causal(*S.shape[-2:])
+        if attn_mask is not None:
+            m = np.asarray(attn_mask)
+            if m.dtype == np.bool_:
+                S = on_bool(S, m) if on_bool else np.where(m, S, -np.inf)
+            else:
+                S = on_float(S, m) if on_float else S + m
+        return softmax_along(S, axis)
+
+    return compute
 
 
-def head_entropy_cases() -> list[Case]:
-    # Causal and padding masks give the exact zeros of real attention; the first case has
-    # n_q ≠ n_k so that an entropy taken over the wrong axis gives other numbers.
-    rng = np.random.default_rng(1010)
-    causal = causal_lower_right(3, 4)
-    padded = np.arange(5)[None, :] < 3  # the last 2 of 5 keys are padding
-    one_hot_and_uniform = np.array([[[1.0, 0.0, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]]])
+def sdpa_cases() -> list[Case]:
+    # Two heads, 3 queries and 5 keys, d_k = 4 (√d_k = 2): each option on its own, then a
+    # scale other than 1/√d_k. Every row of the bool mask keeps some keys and hides
+    # others, so an inverted mask still leaves each query a key and gives other numbers.
+    rng = np.random.default_rng(1111)
+
+    def inputs(**options):
+        q, k = readable(rng, 2, 3, 4), readable(rng, 2, 5, 4)
+        return {"q": q, "k": k, "attn_mask": None, "is_causal": False, "scale": None, **options}
+
+    keep = np.array([[1, 0, 1, 1, 0], [0, 1, 1, 0, 1], [1, 1, 0, 1, 0]], dtype=bool)
     return [
+        Case("2 heads, 3 queries, 5 keys, d_k = 4, no options", inputs()),
+        Case("a bool attn_mask (3, 5), shared by both heads", inputs(attn_mask=keep)),
         Case(
-            "2 heads, 3 queries, 4 keys, causal: masked weights are exact zeros",
-            {"W": _rows(rng, 2, 3, 4, causal)},
+            "a float attn_mask (2, 3, 5), one bias per head",
+            inputs(attn_mask=readable(rng, 2, 3, 5)),
         ),  # fmt: skip
-        Case(
-            "3 heads, 2 queries, 5 keys, the last 2 keys padding (weight 0)",
-            {"W": _rows(rng, 3, 2, 5, np.broadcast_to(padded, (2, 5)))},
-        ),  # fmt: skip
-        Case("1 head: a one-hot row and a uniform row of 4", {"W": one_hot_and_uniform}),
-        Case("2 heads, 4 queries, 3 keys, no zeros", {"W": _rows(rng, 2, 4, 3, True)}),
+        Case("is_causal=True, 3 queries, 5 keys", inputs(is_causal=True)),
+        Case("scale = 0.3, no mask", inputs(scale=0.3)),
     ]
 
 
-def _entropy_terms(W, log=np.log):
-    with np.errstate(all="ignore"):
-        return W * log(np.where(W > 0, W, 1.0))
+_DEFAULT_SCALE = (
+    "PyTorch's default, when `scale` is None, is 1/√d_k, the factor of the whole course: "
+    "do you multiply or divide by √d_k, and only when no scale is given?"
+)
 
-
-def _nan_from_zeros(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
-    if got.shape != want.shape or np.isfinite(got.astype(np.float64)).all():
-        return None
-    if not (np.asarray(inputs["W"]) == 0).any():
-        return None
-    return (
-        "Your result is NaN (or inf) where a head has masked keys, whose weight is exactly 0: "
-        "np.log(0) is −inf, and 0 · (−inf) is NaN, not 0. The entropy counts 0 · log 0 as 0, "
-        "the limit of p log p as p → 0. How can the zero weights add exactly 0 without the "
-        "logarithm ever seeing a 0?"
-    )
-
-
-HEAD_ENTROPY_MISTAKES = (
+SDPA_MISTAKES = (
     Mistake(
-        "Your numbers are negative: the entropy is −Σ_j w_ij log w_ij, and since every "
-        "log w_ij ≤ 0, the sum without its minus sign is ≤ 0. Where does the minus sign go?",
-        lambda W: _entropy_terms(W).sum(axis=-1).mean(axis=-1),
+        "Your bool mask works the wrong way round: it hides the keys marked True and keeps "
+        "the others. In `F.scaled_dot_product_attention`, as in `attnlab`, True means *may "
+        "attend* (it is nn.MultiheadAttention that reads True as *ignore*). Which keys should "
+        "get a score of −∞?",
+        _slip(on_bool=lambda S, m: np.where(m, -np.inf, S)),
     ),
     Mistake(
-        "Your numbers are about 1.44 times the right ones: that is log₂ instead of the natural "
-        "logarithm, bits instead of nats. Lesson 03's entropy, and log n for a uniform row, "
-        "are in nats: which NumPy logarithm gives them?",
-        lambda W: -_entropy_terms(W, np.log2).sum(axis=-1).mean(axis=-1),
+        "You added the bool mask to the scores as numbers: True adds 1, False adds 0, and "
+        "every key stays visible. A bool mask does not shift the scores, it decides which "
+        "keys take part at all. What score must a hidden key get for its weight to be "
+        "exactly 0?",
+        _slip(on_bool=lambda S, m: S + m),
     ),
     Mistake(
-        "You added up the entropies of a head's queries instead of averaging them, so a head "
-        "with more queries looks more spread out. The mean over the queries keeps every "
-        "head's number between 0 and log n_k: which reduction over the queries' axis gives it?",
-        lambda W: -_entropy_terms(W).sum(axis=(-1, -2)),
+        "You multiplied the scores by the float mask. A float `attn_mask` is *added* to the "
+        "scaled scores, as ALiBi adds −m·|i − j|: a bias of 0 leaves a score as it is, and "
+        "−∞ hides the key. With your product, what does a bias of 0 do to a score?",
+        _slip(on_float=lambda S, m: S * m),
     ),
     Mistake(
-        "You averaged over the keys where the entropy *sums* over them: each row's entropy is "
-        "−Σ_j w_ij log w_ij, a sum over the keys of that row, and only then is it averaged "
-        "over the queries. Which axis do you sum, and which do you average?",
-        lambda W: -_entropy_terms(W).mean(axis=-1).mean(axis=-1),
+        "Your causal mask is aligned at the bottom right, the rule for the last n_q of n_k "
+        "tokens. `is_causal=True` counts from the *top left*, also when n_q ≠ n_k. With 3 "
+        "queries and 5 keys, which keys does query 0 see under PyTorch's rule?",
+        _slip(causal=causal_lower_right),
     ),
     Mistake(
-        "You took the entropy down the columns, over the queries' axis, instead of along each "
-        "row: W has shape (H, n_q, n_k), and a row of weights, one query's, runs along the "
-        "last axis, the keys. Which axis must the sum over j run along?",
-        lambda W: -_entropy_terms(W).sum(axis=-2).mean(axis=-1),
+        "Your causal mask lets each query see the keys *after* it, not the ones up to it. "
+        "Is key 0 in query 0's past or in its future?",
+        _slip(causal=lambda n_q, n_k: np.arange(n_k)[None, :] >= np.arange(n_q)[:, None]),
+    ),
+    Mistake(
+        "Your function ignores `is_causal=True`: every query sees every key. Which keys may "
+        "query i see when a call asks for the causal rule?",
+        _slip(causal=lambda n_q, n_k: np.ones((n_q, n_k), dtype=bool)),
+    ),
+    Mistake(
+        "Your scores are d_k times too large: you multiplied them by √d_k where PyTorch "
+        "divides. " + _DEFAULT_SCALE,
+        _slip(factor=lambda d_k, scale: np.sqrt(d_k) if scale is None else scale),
+    ),
+    Mistake(
+        "Your scores are not scaled when `scale` is None. " + _DEFAULT_SCALE,
+        _slip(factor=lambda d_k, scale: 1.0 if scale is None else scale),
+    ),
+    Mistake(
+        "With `scale` given, your scores are multiplied by it twice (by scale², as when q and "
+        "k are each multiplied by it). `scale` is the one factor on the scores q·k: how many "
+        "times does it apply?",
+        _slip(factor=lambda d_k, scale: 1 / np.sqrt(d_k) if scale is None else scale**2),
+    ),
+    Mistake(
+        "With `scale` given, your scores are multiplied by it *and* divided by √d_k. `scale` "
+        "replaces the default 1/√d_k rather than coming on top of it: which factor applies "
+        "when a call gives one?",
+        _slip(factor=lambda d_k, scale: (1.0 if scale is None else scale) / np.sqrt(d_k)),
+    ),
+    Mistake(
+        "Your function ignores `scale` and always uses 1/√d_k. A call with `scale=0.3` asks "
+        "for the scores times 0.3 (a temperature of 1/0.3, lesson 04): where does your "
+        "function read `scale`?",
+        _slip(factor=lambda d_k, scale: 1 / np.sqrt(d_k)),
+    ),
+    Mistake(
+        "Your weights add up to 1 down each column, over the queries, instead of along each "
+        "row. Each query's weights over the keys must add up to 1: which axis of your "
+        "(…, n_q, n_k) scores runs over the keys?",
+        _slip(axis=-2),
     ),
 )
 
+
+def _none_used(message: str, inputs: dict[str, Any]) -> bool:
+    return "NoneType" in message
+
+
+@dataclass(frozen=True)
+class RefusesBothCheck(ArrayCheck):
+    """An ArrayCheck, then one call with both a bool mask and ``is_causal=True``, which
+    the answer must refuse by raising, as PyTorch does."""
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
+        result = super().__call__(answer, name=name, timeout=timeout)
+        if not result.passed:
+            return result
+        rng = np.random.default_rng(1112)
+        args = (readable(rng, 3, 4), readable(rng, 5, 4), causal_lower_right(3, 5), True, None)
+        try:
+            with silenced(), np.errstate(all="ignore"):
+                run_with_time_limit(lambda: answer(*args), timeout)
+        except TimeLimitExceeded as stop:
+            return CheckResult(
+                False,
+                f"Your `{name}` took longer than {stop.seconds:g} s on a call with both a "
+                "mask and is_causal=True and was stopped. Is there an endless loop?",
+                name,
+            )
+        except Exception as exc:
+            said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            note = (
+                ""
+                if str(exc)
+                else " Its error has no message: a short one naming the two options would "
+                "tell whoever calls it what to change."
+            )
+            return CheckResult(
+                True,
+                result.message + "\n\nAnd it refuses a call with both a mask and "
+                f"is_causal=True, as PyTorch does (PyTorch raises a RuntimeError); yours "
+                f"raised {said}.{note}",
+                name,
+            )
+        return CheckResult(
+            False,
+            f"Your `{name}` gives the right weights for each option on its own, but called "
+            "with both a bool attn_mask and is_causal=True it returned weights without "
+            "complaint. PyTorch refuses that call (you saw its RuntimeError in section 2): "
+            "it cannot know whether you meant the causal rule, your mask, or both. What "
+            "should your function do when both are given, and how does a Python function "
+            "refuse its arguments?",
+            name,
+        )
+
+
 register(
     LESSON,
-    solutions.head_entropy,
-    "head_entropy(W) -> the mean over the queries of −Σ_j w_ij log w_ij, with 0 · log 0 = 0, "
-    "one number per head: W (H, n_q, n_k) → (H,)",
-    ArrayCheck(
-        head_entropy_cases,
-        reference=head_entropy_reference,
-        shape_rule="one number per head: (H,)",
-        mistakes=HEAD_ENTROPY_MISTAKES,
-        hints=(_nan_from_zeros,),
+    solutions.sdpa_weights,
+    "sdpa_weights(q, k, attn_mask=None, is_causal=False, scale=None) -> the weights "
+    "softmax(q kᵀ · scale + mask) of F.scaled_dot_product_attention, (…, n_q, n_k); "
+    "raises when given both attn_mask and is_causal=True",
+    RefusesBothCheck(
+        sdpa_cases,
+        reference=sdpa_weights_reference,
+        shape_rule="one row of weights per query, one column per key: (…, n_q, n_k)",
+        mistakes=SDPA_MISTAKES,
         shape_hint=(
-            "W has shape (H, n_q, n_k): heads, then queries, then keys. Each row's entropy "
-            "reduces one axis, the average over the queries another: which two axes go, and "
-            "which one is left?"
+            "q is (…, n_q, d_k) and k is (…, n_k, d_k), here with a heads axis in front. "
+            "`k.T` reverses *every* axis of a 3-D array, the heads' too: how do you swap "
+            "only the last two?"
+        ),
+        error_hints=(
+            (
+                _none_used,
+                "An option the call leaves out arrives as None (attn_mask=None, scale=None): "
+                "which steps must your function skip, or fill in with PyTorch's default, "
+                "when an option is None?",
+            ),
         ),
     ),
 )

@@ -65,7 +65,8 @@ def register(lesson: str, solution: Callable[..., Any], signature: str, checker:
 _ALSO_THE_ANSWER = {
     "masked_attention": ("attention",),
     "masked_softmax": ("softmax",),
-    "online_softmax": ("softmax",),
+    "online_softmax": ("softmax", "online_softmax_steps", "block_state"),  # lesson 07's table
+    "sdpa_weights": ("attention",),  # attention(..., return_weights=True) gives them
     "attention_grad_q": ("attention_backward",),
     "multi_head_attention": ("grouped_query_attention",),
     "largest_jacobian_entry": ("softmax_jacobian",),  # the point is not to build J
@@ -133,8 +134,8 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = DEFAULT_TIME
             return CheckResult(
                 False,
                 f"Your `{exercise.id}` runs the course's own `{spy.used[0]}`. That gives the "
-                f"right numbers, but it skips the exercise: write `{exercise.id}` yourself, "
-                f"with NumPy. (After this check the lesson carries on with the course's "
+                f"right numbers, but it skips the exercise: write `{exercise.id}` yourself. "
+                f"(After this check the lesson carries on with the course's "
                 f"version, so nothing later depends on yours.)",
                 exercise.id,
             )

@@ -6,8 +6,8 @@ compare answers with the validated functions of ``attnlab``; the tests check tha
 these pass too. Exercises by lesson:
 
 - 00_start_here: scale_factor, output_shape
-- 01_dot_product: best_key, cross_scores, new_token_scores, score_matrix
-- 02_variance: scaled_scores, std_512, uniform_score_variance
+- 01_dot_product: best_key, new_token_scores, score_matrix
+- 02_variance: scaled_scores, std_512, uniform_divisor
 - 03_scaling: entropy, largest_jacobian_entry, temperature_for_entropy
 - 04_softmax: softmax, softmax_jacobian, masked_softmax
 - 05_values: attention, output_change, scores_for, attention_by_hand, masked_attention
@@ -16,7 +16,7 @@ these pass too. Exercises by lesson:
 - 07_cost_and_tiling: longest_sequence, merge_states, online_softmax
 - 08_does_scaling_matter: softmax_backward, attention_grad_q, unscaled_as_scaled
 - 09_attention_family: relative_bias, alibi_biases
-- 10_in_practice: linear_attention, causal_lower_right, head_entropy
+- 10_in_practice: linear_attention, causal_lower_right, sdpa_weights
 """
 
 import math
@@ -40,12 +40,6 @@ def best_key(q, length):
     # a key pointing exactly the way q does.
     direction = q / np.linalg.norm(q)  # along q, length 1
     return length * direction
-
-
-def cross_scores(X_q, X_kv, W_Q, W_K):
-    Q = X_q @ W_Q  # one query per token that asks: (n_q, d_k)
-    K = X_kv @ W_K  # one key per token that can be found: (n_k, d_k)
-    return Q @ K.T  # S[i, j] = q_i · k_j: (n_q, n_k)
 
 
 def new_token_scores(x_new, K_cache, W_Q, W_K):
@@ -74,9 +68,10 @@ def std_512():
     return answer_std_512
 
 
-def uniform_score_variance(d_k):
-    var_entry = 2**2 / 12  # uniform on [-1, 1]: width w = 2, variance w²/12 = 1/3
-    return var_entry * var_entry * d_k  # Var(q·k) = σ_q² σ_k² d_k
+def uniform_divisor(d_k):
+    sigma = np.sqrt(2**2 / 12)  # uniform on [-1, 1]: width w = 2, variance w²/12 = 1/3
+    # Var(q·k) = σ_q² σ_k² d_k, and dividing by c divides it by c²: c is its square root
+    return sigma * sigma * np.sqrt(d_k)
 
 
 def entropy(p):
@@ -197,10 +192,11 @@ def longest_sequence(memory_bytes, d, bytes_per_number):
     return math.isqrt(numbers // 2 + d * d) - d
 
 
-def merge_states(m1, l1, m2, l2):
+def merge_states(m1, l1, o1, m2, l2, o2):
     m = max(m1, m2)  # the largest score of both parts
-    # each sum was taken against its own maximum: e^(s - m_i) · e^(m_i - m) = e^(s - m)
-    return m, l1 * np.exp(m1 - m) + l2 * np.exp(m2 - m)
+    # each part's sums were taken against its own maximum: e^(s - m_i) · e^(m_i - m) = e^(s - m)
+    a, b = np.exp(m1 - m), np.exp(m2 - m)
+    return m, l1 * a + l2 * b, o1 * a + o2 * b  # l and o rescaled by the same factors
 
 
 def online_softmax(scores, block_size):
@@ -263,8 +259,16 @@ def linear_attention(Q, K, V):
     return (phi_q @ summary) / normaliser[:, None]
 
 
-def head_entropy(W):
-    # 0 · log 0 = 0: take the log of 1 where w = 0, so a masked key adds w · log 1 = 0
-    logs = np.log(np.where(W > 0, W, 1.0))
-    per_query = -(W * logs).sum(axis=-1)  # (H, n_q): the entropy of each row, in nats
-    return per_query.mean(axis=-1)  # (H,): the average over each head's queries
+def sdpa_weights(q, k, attn_mask=None, is_causal=False, scale=None):
+    if attn_mask is not None and is_causal:  # PyTorch refuses this call too
+        raise ValueError("give attn_mask or is_causal=True, not both")
+    if scale is None:
+        scale = 1 / np.sqrt(q.shape[-1])  # PyTorch's default: divide by √d_k
+    S = q @ np.swapaxes(k, -1, -2) * scale  # (..., n_q, n_k): swap only the last two axes
+    if is_causal:  # top left: query i sees the keys j <= i, also when n_q != n_k
+        attn_mask = np.tril(np.ones(S.shape[-2:], dtype=bool))
+    if attn_mask is not None and attn_mask.dtype == bool:
+        S = np.where(attn_mask, S, -np.inf)  # True = may attend; False gets weight 0
+    elif attn_mask is not None:
+        S = S + attn_mask  # a float mask is added to the scaled scores
+    return attnlab.softmax(S)  # along the keys; a row with no key left gives zeros

@@ -528,13 +528,17 @@ def lr_sweep(
 # ---------------------------------------------------- what was measured
 
 
-def initial_scores(task: Task, d_k: int, seeds=SEEDS, size: int = 256) -> dict[str, float]:
+def initial_scores(
+    task: Task, d_k: int, seeds=SEEDS, size: int = 256, init_gain: float = 1.0
+) -> dict[str, float]:
     """At initialisation: variance of the entries of q and k, spread of the raw scores q·k,
     and the mean entropy of the query's attention row divided by √d_k and by 1.
 
+    ``init_gain`` multiplies every initial weight matrix (1/√3: PyTorch's default variance).
+
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
-    params = init_params(task, d_k, seeds)
+    params = init_params(task, d_k, seeds, gain=init_gain)
     batch = evaluation_batch(task, len(seeds), size)
     X, x_q = embed(task, batch)
     q, K = linear(x_q, params["W_Q"]), linear(X, params["W_K"])
@@ -621,7 +625,13 @@ def print_table(
 
 
 def start_of_training(
-    task: Task, d_k: int, divisor: str, seeds=SEEDS, size: int = 256, saturated: float = 0.99
+    task: Task,
+    d_k: int,
+    divisor: str,
+    seeds=SEEDS,
+    size: int = 256,
+    saturated: float = 0.99,
+    init_gain: float = 1.0,
 ) -> dict[str, float]:
     """How the gradient reaches the scores at initialisation, for one configuration.
 
@@ -629,12 +639,13 @@ def start_of_training(
     scores s), and ``∂ℓ/∂s = softmax_backward(p, ∂ℓ/∂p)`` for that sequence's own loss ℓ.
     Returns the share of rows with a weight above ``saturated``, the median and the
     largest ``‖∂ℓ/∂s‖`` over sequences, and ‖∂L/∂W_Q‖ for the batch loss L (mean over
-    seeds).
+    seeds). ``init_gain`` multiplies every initial weight matrix (1/√3: PyTorch's
+    default variance).
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     scale = 1.0 / divisor_value(divisor, d_k)
-    params = init_params(task, d_k, seeds)
+    params = init_params(task, d_k, seeds, gain=init_gain)
     batch = evaluation_batch(task, len(seeds), size, seed=99)
     f = forward(params, task, batch, scale)
     _, grad_z = softmax_cross_entropy(f.logits, batch.target)
@@ -759,7 +770,8 @@ def claims(results: Mapping[tuple[int, str], Run], level: float = 0.9) -> list[C
 def twin_claims(twins: Mapping[tuple[int, str], Run]) -> list[Claim]:
     """What the 2 × 2 design (``TWIN_CORNERS``) shows, each tested on these runs with a
     wide margin (the runs with a larger start or larger steps are chaotic), comparing
-    mean accuracy over training, averaged over the seeds.
+    averages over the seeds: mean accuracy over training (how fast a corner learns; over
+    the first 50 steps for the early lead), and final accuracy (where it ends).
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
@@ -769,6 +781,12 @@ def twin_claims(twins: Mapping[tuple[int, str], Run]) -> list[Claim]:
     def cost(d_k, name):  # how much lower than ÷√d_k
         auc = {d: float(mean_accuracy(twins[(d_k, d)]).mean()) for d in ("√d_k", name)}
         return auc["√d_k"] - auc[name]
+
+    def final(d_k, name):
+        return float(twins[(d_k, name)].final_accuracy.mean())
+
+    def early(d_k, name, steps=50):  # mean accuracy over the first `steps` steps
+        return float(twins[(d_k, name)].accuracy[:, :steps].mean())
 
     lr_only, init_only = TWIN_CORNERS[1], TWIN_CORNERS[2]
     return [
@@ -790,19 +808,35 @@ def twin_claims(twins: Mapping[tuple[int, str], Run]) -> list[Claim]:
             f"d_k = {small}: no corner is more than 0.1 below ÷√d_k",
             max(cost(small, d) for d in TWIN_CORNERS[1:]) <= 0.1,
         ),
+        Claim(
+            f"d_k = {middle}: every corner ends with a mean final accuracy of at least 0.95",
+            min(final(middle, d) for d in TWIN_CORNERS) >= 0.95,
+        ),
+        Claim(
+            f"d_k = {large}: over the first 50 steps, ÷√d_k, lr × d_k^¼ is at least 0.05 "
+            "ahead of ÷√d_k, init × d_k^¼ in mean accuracy",
+            early(large, lr_only) >= early(large, init_only) + 0.05,
+        ),
+        Claim(
+            f"d_k = {large}: in final accuracy, ÷√d_k, init × d_k^¼ ends at least 0.03 above "
+            "both corners with the larger steps, ÷√d_k, lr × d_k^¼ and ÷1",
+            max(final(large, lr_only), final(large, "1")) <= final(large, init_only) - 0.03,
+        ),
     ]
 
 
 def print_twins(twins: Mapping[tuple[int, str], Run], level: float = 0.9) -> None:
     """The 2 × 2 design, one line per d_k and corner: the factors on the initial W_Q and
-    W_K and on their learning rate, mean accuracy over training (mean over seeds
-    [lowest – highest]), and how many seeds reach ``level`` (with the median step).
+    W_K and on their learning rate, mean accuracy over training (how fast it learns) and
+    final accuracy on held-out sequences (where it ends), each as mean over seeds
+    [lowest – highest], and how many seeds reach ``level`` (with the median step).
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     head = (
-        f"{'d_k':>4}  {'run':<26}{'W_Q, W_K start':<16}{'their lr':<10}"
-        f"{'mean accuracy over training':<30}reach {level:.0%}: seeds, median step"
+        f"{'d_k':>4}  {'run':<21}{'W_Q, W_K':<10}{'their lr':<10}"
+        f"{'mean acc. in training':<23}{'final accuracy':<23}"
+        f"reach {level:.0%}: seeds, median step"
     )
     print(head)
     print("-" * len(head))
@@ -815,8 +849,9 @@ def print_twins(twins: Mapping[tuple[int, str], Run], level: float = 0.9) -> Non
             reached = steps[~np.isnan(steps)]
             median = f"{np.median(reached):.0f}" if len(reached) else "-"
             print(
-                f"{d_k:>4}  {label:<26}{_factor(e_init):<16}{_factor(e_lr):<10}"
-                f"{spread(mean_accuracy(run)):<30}{len(reached)} of {len(steps)}, {median}"
+                f"{d_k:>4}  {label:<21}{_factor(e_init):<10}{_factor(e_lr):<10}"
+                f"{spread(mean_accuracy(run)):<23}{spread(run.final_accuracy):<23}"
+                f"{len(reached)} of {len(steps)}, {median}"
             )
 
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import math
 import os
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -76,15 +78,28 @@ def _openblas_thread_functions():
     return None
 
 
+def _blas_on_one_thread() -> bool:
+    """Whether threadpoolctl finds at least one BLAS library, and every one runs one thread."""
+    from threadpoolctl import threadpool_info  # type: ignore[import-not-found]
+
+    blas = [pool for pool in threadpool_info() if pool.get("user_api") == "blas"]
+    return bool(blas) and all(pool.get("num_threads") == 1 for pool in blas)
+
+
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[bool]:
-    """Run the block with NumPy's matrix products (BLAS) on one thread; yields whether it could.
+    """Run the block with NumPy's matrix products (BLAS) on one thread; yields whether they are.
 
     BLAS splits a large product over all the processor's cores. On a shared machine those
     threads compete with other programs and each other, and a small product can take longer
     on many threads than on one, which makes timings meaningless. Uses ``threadpoolctl`` if
-    it is installed, else NumPy's bundled OpenBLAS directly; elsewhere (Pyodide has one
-    thread anyway) it changes nothing and yields False. The old setting is restored after.
+    it is installed (version 3.8 limits OpenBLAS, MKL, BLIS and FlexiBLAS, from pip or conda),
+    else NumPy's bundled OpenBLAS directly. It cannot limit Apple's Accelerate, which NumPy
+    wheels for Apple silicon use: there it yields False, and only the environment variable
+    ``VECLIB_MAXIMUM_THREADS=1``, set before Python starts, gives one thread. Yields True
+    only if a BLAS library was found and now runs one thread: False where none can be found
+    (Pyodide has no BLAS threads at all), so the caller can say which it was. The old
+    setting is restored after.
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     try:
@@ -98,22 +113,43 @@ def one_blas_thread() -> Iterator[bool]:
         before = get()
         put(1)
         try:
-            yield True
+            yield get() == 1
         finally:
             put(before)
     else:
         with threadpool_limits(limits=1, user_api="blas"):
-            yield True
+            yield _blas_on_one_thread()
 
 
+def _process_time_tick(samples: int = 3, cap: float = 0.05) -> float:
+    """The smallest step seen in ``time.process_time``, in seconds; infinity if it never moved.
+
+    Spins until the processor-time clock changes, ``samples`` times, giving up after ``cap``
+    seconds of wall time. The reported resolution cannot be trusted: Windows reports 1e-7 s,
+    but its processor time moves in steps of about 15.6 ms.
+    """
+    steps: list[float] = []
+    end = time.perf_counter() + cap
+    last = time.process_time()
+    while len(steps) < samples and time.perf_counter() < end:
+        now = time.process_time()
+        if now != last:
+            steps.append(now - last)
+            last = now
+    return min(steps) if steps else math.inf
+
+
+@functools.cache
 def _clock():
-    """The processor time this program has used, if the system counts it finely, else wall time.
+    """The processor time this program has used, if it ticks finely, else the wall clock.
 
     Processor time (``time.process_time``) leaves out the time spent waiting while other
-    programs use the processor, so it is far steadier on a shared machine. Where it only
-    ticks every few milliseconds (Windows), the wall clock ``time.perf_counter`` is used.
+    programs use the processor, so it is far steadier on a shared machine. It is used only
+    where its measured tick (:func:`_process_time_tick`) is at most 10 microseconds, and
+    never on Windows, where it moves every 15.6 ms; elsewhere the wall clock
+    ``time.perf_counter`` is used. Chosen once per session.
     """
-    if time.get_clock_info("process_time").resolution <= 1e-6:
+    if sys.platform != "win32" and _process_time_tick() <= 1e-5:
         return time.process_time
     return time.perf_counter
 
@@ -147,6 +183,7 @@ class Cost:
     seconds: np.ndarray
     peak_bytes: np.ndarray
     d: int
+    one_thread: bool = False  # whether BLAS really ran on one thread (see one_blas_thread)
 
 
 def measure_cost(ns, d: int = 64, repeats: int = 5, budget: float = 0.3) -> Cost:
@@ -156,13 +193,14 @@ def measure_cost(ns, d: int = 64, repeats: int = 5, budget: float = 0.3) -> Cost
     seconds are spent) with BLAS on one thread (:func:`one_blas_thread`). The peak memory
     comes from one more call traced by tracemalloc, with the (n, n) weights returned, in
     float32. One untimed call first warms up NumPy's and the processor's caches.
+    ``Cost.one_thread`` says whether BLAS really was limited to one thread.
 
     Shapes: ``ns`` a list of sequence lengths; Q, K, V are (n, d) each.
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     ns = np.asarray(ns, dtype=int)
     seconds, peaks = [], []
-    with one_blas_thread():
+    with one_blas_thread() as one_thread:
         attention(*random_qkv(int(ns[0]), d))  # warm-up, not timed
         for n in ns:
             Q, K, V = random_qkv(int(n), d)
@@ -170,7 +208,7 @@ def measure_cost(ns, d: int = 64, repeats: int = 5, budget: float = 0.3) -> Cost
             seconds.append(
                 best_time(attention, Q, K, V, return_weights=True, repeats=repeats, budget=budget)
             )
-    return Cost(ns, np.array(seconds), np.array(peaks, dtype=np.int64), d)
+    return Cost(ns, np.array(seconds), np.array(peaks, dtype=np.int64), d, one_thread)
 
 
 STAGES = ("Q Kᵀ", "softmax", "P V")
@@ -186,6 +224,7 @@ class StageTimes:
     ns: np.ndarray
     seconds: np.ndarray  # (len(ns), 3)
     d: int
+    one_thread: bool = False  # whether BLAS really ran on one thread (see one_blas_thread)
 
 
 def _softmax_into(S: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -215,7 +254,7 @@ def measure_stages(ns, d: int = 64, repeats: int = 5, budget: float = 0.3) -> St
     """
     ns = np.asarray(ns, dtype=int)
     rows = []
-    with one_blas_thread():
+    with one_blas_thread() as one_thread:
         for n in ns:
             Q, K, V = random_qkv(int(n), d)
             A = Q * np.float32(1 / math.sqrt(d))
@@ -229,7 +268,7 @@ def measure_stages(ns, d: int = 64, repeats: int = 5, budget: float = 0.3) -> St
                     best_time(np.matmul, P, V, out=O, repeats=repeats, budget=budget),
                 ]
             )
-    return StageTimes(ns, np.array(rows), d)
+    return StageTimes(ns, np.array(rows), d, one_thread)
 
 
 def time_full_and_tiled(n: int = 2048, d: int = 64, block_size: int = 128) -> tuple[float, float]:
@@ -296,6 +335,24 @@ def longest_sequence(memory_bytes: int, d: int, bytes_per_number: int) -> int:
     return math.isqrt(numbers // 2 + int(d) * int(d)) - int(d)
 
 
+def memory_traffic(n: int, d: int, block_q: int) -> tuple[int, int]:
+    """Numbers moved between main memory and the chip: plain attention against tiled.
+
+    Formula: plain attention reads Q, K, V and writes O (``4 n d``), and writes S, reads it
+    back for the softmax, writes P and reads it back for the product with V (``4 n²``):
+    ``4 n² + 4 n d``. Tiled attention with ``block_q`` queries per block (queries in the
+    outer loop, as in FlashAttention-2) reads each block of Q and writes its O once
+    (``2 n d``) and reads all of K and V once per block of queries (``2 n d · n / block_q``);
+    its tiles of scores never leave the chip. For long sequences the ratio is about
+    ``2 block_q / d``, whatever n is.
+
+    Shapes: whole numbers in, two whole numbers (counts of numbers) out.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    query_blocks = -(-n // block_q)  # the last block may be shorter
+    return 4 * n * n + 4 * n * d, 2 * n * d + 2 * n * d * query_blocks
+
+
 def _fit_line(ax, ns, values, color, label):
     ns = np.asarray(ns, float)
     slope, intercept = np.polyfit(np.log(ns), np.log(np.asarray(values, float)), 1)
@@ -322,19 +379,36 @@ def _log_axes(ax, ns, title, ylabel):
 
 
 def plot_cost(cost: Cost, stages: StageTimes | None = None):
-    """Time and peak memory of attention (weights returned) against n on log-log axes, with fits.
+    """Time per score and peak memory of attention (weights returned) against n.
 
-    A straight line of slope p on log-log axes means the quantity grows like n^p. With
-    ``stages``, the time panel also shows Q Kᵀ, the softmax and P V, each timed on its own.
+    Left: nanoseconds per score, ``seconds / n² · 1e9``, against n on a log axis; a level
+    line is a cost growing like n², a line that falls or rises is the machine bending it.
+    With ``stages``, it also shows Q Kᵀ, the softmax and P V, each timed on its own.
+    Right: peak memory on log-log axes with a fit, where a straight line of slope p means
+    growth like n^p. The title says "one BLAS thread" only if ``cost.one_thread`` is True.
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9.5, 3.8), layout="constrained")
-    _fit_line(ax_t, cost.ns, cost.seconds * 1e3, plots.ACCENT, "whole attention")
+    ns = np.asarray(cost.ns, float)
+    ax_t.plot(ns, cost.seconds / ns**2 * 1e9, "o-", color=plots.ACCENT, label="whole attention")
     if stages is not None:
-        colors = ("#7b5ea7", "#c0392b", "#16a085")
-        for name, color, column in zip(STAGES, colors, stages.seconds.T, strict=True):
-            ax_t.plot(stages.ns, column * 1e3, "s--", ms=3, lw=1, color=color, label=name)
-    _log_axes(ax_t, cost.ns, f"time (d = {cost.d}, float32, one BLAS thread)", "milliseconds")
+        # Wide to narrow, so that lines lying on top of each other all stay visible.
+        styles = (("#7b5ea7", "s", 5, 9), ("#c0392b", "^", 2.5, 6), ("#16a085", "D", 1, 4))
+        for name, style, column in zip(STAGES, styles, stages.seconds.T, strict=True):
+            color, marker, width, size = style
+            per_score = column / np.asarray(stages.ns, float) ** 2 * 1e9
+            ax_t.plot(
+                stages.ns, per_score, marker=marker, ms=size, lw=width, color=color, label=name
+            )
+    threads = "one BLAS thread" if cost.one_thread else "BLAS threads as found"
+    ax_t.set_xscale("log", base=2)
+    ax_t.set_xticks(cost.ns, [str(n) for n in cost.ns])
+    ax_t.minorticks_off()
+    ax_t.set_ylim(bottom=0)
+    ax_t.set_title(f"time per score (d = {cost.d}, float32, {threads})")
+    ax_t.set_xlabel("sequence length n (log scale)")
+    ax_t.set_ylabel("nanoseconds per score")
+    ax_t.legend(fontsize=8, loc="best")
     _fit_line(ax_m, cost.ns, cost.peak_bytes / 2**20, plots.SECOND, "measured (tracemalloc)")
     ax_m.plot(
         cost.ns,
@@ -494,32 +568,42 @@ def online_softmax_steps(scores, values, block_size: int) -> list[OnlineStep]:
     return steps
 
 
-def block_state(scores) -> tuple[float, float]:
-    """The online softmax's state of one block on its own: ``(max s, Σ e^(s − max s))``.
+def block_state(scores, values) -> tuple[float, float, float]:
+    """The online softmax's state of one block on its own: ``(m, l, o)``.
 
-    Shapes: ``scores`` 1-D, at least one entry.
+    Formula: ``m = max s``, ``l = Σ e^(s_j − m)``, ``o = Σ e^(s_j − m) v_j``.
+
+    Shapes: ``scores`` and ``values`` 1-D of the same length (one value number per key,
+    as in the lesson's table), at least one entry.
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
-    s = np.asarray(scores, dtype=float)
+    s, v = np.asarray(scores, dtype=float), np.asarray(values, dtype=float)
     m = float(s.max())
-    return m, float(np.exp(s - m).sum())
+    e = np.exp(s - m)
+    return m, float(e.sum()), float(e @ v)
 
 
-def merge_states(m1: float, l1: float, m2: float, l2: float) -> tuple[float, float]:
-    """Merge the running maximum and sum of two parts of a row into those of the whole row.
+def merge_states(
+    m1: float, l1: float, o1: float, m2: float, l2: float, o2: float
+) -> tuple[float, float, float]:
+    """Merge the states ``(m, l, o)`` of two parts of a row into the state of the whole row.
 
-    Formula: ``m = max(m1, m2)``, ``l = l1 e^(m1 − m) + l2 e^(m2 − m)``: each sum was taken
-    against its own part's maximum, and ``e^(s − m) = e^(s − m_i) e^(m_i − m)``. An empty part
-    is ``(-inf, 0)``. Every step of the online softmax is such a merge, of the keys seen
-    so far with the new block, and any split of the row merges to the same ``(m, l)``.
+    Formula: ``m = max(m1, m2)``, ``l = l1 e^(m1 − m) + l2 e^(m2 − m)``,
+    ``o = o1 e^(m1 − m) + o2 e^(m2 − m)``: each part's sums were taken against its own
+    maximum, and ``e^(s − m) = e^(s − m_i) e^(m_i − m)``. An empty part is ``(-inf, 0, 0)``.
+    Every step of the online softmax is such a merge, of the keys seen so far with the new
+    block; two halves of the keys handled apart (as split-KV decoding does on a GPU) are
+    merged the same way, and any split of the row merges to the same state. ``o / l`` is
+    the attention output.
 
-    Shapes: four numbers in, two out.
+    Shapes: six numbers in, three out (``o1``, ``o2`` may also be rows of d_v numbers).
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     m = max(m1, m2)
     if m == -np.inf:
-        return m, 0.0
-    return m, float(l1 * np.exp(m1 - m) + l2 * np.exp(m2 - m))
+        return m, 0.0, 0.0 * o1
+    a, b = np.exp(m1 - m), np.exp(m2 - m)
+    return m, float(l1 * a + l2 * b), o1 * a + o2 * b
 
 
 # ---------------------------------------------------------------------------- precision
@@ -613,13 +697,55 @@ def weight_rounding_errors(Q, K, V, scale: float) -> dict[str, tuple[float, floa
     return out
 
 
+def grid_qkv(seed: int, n_q: int = 64, n_k: int = 256, d: int = 64):
+    """Q ``(n_q, d)``, K and V ``(n_k, d)``, standard normal on a grid of steps of 2^-12.
+
+    On that grid every product and sum of the scores is exact in float64, so the scores
+    (and what rounding them costs) are the same on every processor.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    rng = np.random.default_rng(seed)
+    return tuple(np.round(rng.normal(size=(m, d)) * 2**12) / 2**12 for m in (n_q, n_k, n_k))
+
+
+def input_rounding_errors(Q, K, V, scale: float) -> dict[str, tuple[float, float, float]]:
+    """Output error when Q and K arrive in a 16-bit format, with S kept in float32 or not.
+
+    For float16 and bfloat16: the largest output error (against the exact float64 output)
+    when only ``S`` is stored in the format; when ``Q`` and ``K`` are rounded to the format
+    and ``S = scale · Q Kᵀ`` is then computed exactly (a float32 S adds nothing measurable);
+    and when ``Q``, ``K`` and ``S`` are all rounded. Softmax and ``· V`` are in float64, as in
+    :func:`rounding_errors`. Returns ``{format: (S only, Q and K, Q, K and S)}``.
+
+    Shapes: Q ``(n_q, d_k)``, K ``(n_k, d_k)``, V ``(n_k, d_v)``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    exact = softmax(scale * (Q @ K.T)) @ V
+    rounders = {
+        "float16": lambda x: x.astype(np.float16).astype(np.float64),
+        "bfloat16": lambda x: to_bfloat16(x).astype(np.float64),
+    }
+    out = {}
+    for name, rnd in rounders.items():
+        S_in = scale * (rnd(Q) @ rnd(K).T)
+        errors = [
+            np.abs(softmax(rnd(scale * (Q @ K.T))) @ V - exact).max(),
+            np.abs(softmax(S_in) @ V - exact).max(),
+            np.abs(softmax(rnd(S_in)) @ V - exact).max(),
+        ]
+        out[name] = (float(errors[0]), float(errors[1]), float(errors[2]))
+    return out
+
+
 def running_sum(values, fmt: str) -> float:
     """Add ``values`` one after another, rounding the running total to ``fmt`` after each step.
 
     ``fmt`` is "float64", "float32", "float16" or "bfloat16" (emulated with
     :func:`to_bfloat16`: each sum is formed in float32 and rounded). Once the total is
-    large, a small term is less than half the spacing between neighbouring numbers of the
-    format and is lost: the sum stalls. Returns the total as a Python float.
+    large, a term less than half the spacing between neighbouring numbers of the format
+    near the total is lost, and every other term is rounded to that spacing, so the total
+    falls behind. Returns the total as a Python float.
 
     Shapes: ``values`` 1-D.
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
@@ -649,8 +775,7 @@ def error_against_spread(stds, seed: int = 3, n_q: int = 64, n_k: int = 256, d: 
     Shapes: ``stds`` 1-D; Q (n_q, d), K and V (n_k, d).
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
-    rng = np.random.default_rng(seed)
-    Q, K, V = (np.round(rng.normal(size=(m, d)) * 2**12) / 2**12 for m in (n_q, n_k, n_k))
+    Q, K, V = grid_qkv(seed, n_q, n_k, d)
     raw_std = float((Q @ K.T).std())
     errors: dict[str, list[float]] = {"float32": [], "float16": [], "bfloat16": []}
     largest = []
@@ -662,12 +787,33 @@ def error_against_spread(stds, seed: int = 3, n_q: int = 64, n_k: int = 256, d: 
     return {k: np.array(v) for k, v in errors.items()}, np.array(largest)
 
 
-def plot_error_against_spread(stds, errors, largest):
+def peaky_rows(
+    stds, threshold: float = 0.9, seed: int = 3, n_q: int = 64, n_k: int = 256, d: int = 64
+):
+    """The share of rows whose largest weight is above ``threshold``, for each spread.
+
+    The same draw and scaling as :func:`error_against_spread`: ``softmax(Q Kᵀ · c)`` with
+    ``c`` chosen so that the scores' standard deviation is each entry of ``stds``. A row
+    with a weight near 1 is nearly one-hot, and its weights hardly move when a score does.
+
+    Shapes: ``stds`` 1-D; returns an array of shares, one per spread.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    Q, K, _ = grid_qkv(seed, n_q, n_k, d)
+    raw = Q @ K.T
+    shares = [
+        float((softmax(raw * (std / raw.std())).max(axis=-1) > threshold).mean())
+        for std in np.asarray(stds, dtype=float)
+    ]
+    return np.array(shares)
+
+
+def plot_error_against_spread(stds, errors, largest=None):
     """Output error against the scores' standard deviation, one line per format (log y).
 
     Dotted lines mark spread 1 (scores scaled by 1/√d_k) and spread 8 (unscaled, d_k = 64).
-    ``largest`` (the largest score at each spread) is accepted for the caller's own use;
-    it does not matter here, since the softmax subtracts each row's maximum first.
+    ``largest`` (the largest score at each spread) may be passed but is not drawn: it does
+    not matter here, since the softmax subtracts each row's maximum first.
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")

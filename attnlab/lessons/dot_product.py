@@ -41,7 +41,7 @@ def cross_scores(X_q, X_kv, W_Q, W_K) -> np.ndarray:
     ``X_q = X_kv`` it is self-attention's ``Q Kᵀ``.
 
     Shapes: ``X_q`` (n_q, d), ``X_kv`` (n_k, d), ``W_Q`` and ``W_K`` (d, d_k) → (n_q, n_k).
-    Lesson: ``notebooks/01_dot_product.ipynb`` (the course's answer to its exercise).
+    Lesson: ``notebooks/01_dot_product.ipynb`` (cross-attention, and the newest token's row).
     """
     arrays = {"X_q": X_q, "X_kv": X_kv, "W_Q": W_Q, "W_K": W_K}
     X_q, X_kv, W_Q, W_K = (as_real_array(a, name) for name, a in arrays.items())
@@ -92,6 +92,75 @@ def new_token_scores(x_new, K_cache, W_Q, W_K) -> np.ndarray:
         )
     q = x_new @ np.asarray(W_Q, dtype=float)
     return np.concatenate([K_cache @ q, S[0]])
+
+
+def projections(
+    X, weights, names=("Q", "K", "V"), row_labels=None, highlight_row=None, cell: float = 0.42
+):
+    """Draw ``X @ W`` for several W at once, to scale, with X drawn only once.
+
+    Formula: each product ``X W`` (one per W) sits right of X and below its W, as in a
+    product written out by hand: row i of a product lines up with row i of X (it depends on
+    that row alone), and its columns line up with W's columns.
+
+    Shapes: ``X`` (n, d); ``weights``: a list of W, each (d, d_out); ``names``: one name per W
+    ("Q" gives the titles ``W_Q`` and ``Q = X W_Q``). ``row_labels``: n names for X's rows;
+    ``highlight_row``: a row outlined in X and in every product. Every matrix with negative
+    entries is drawn on one colour scale; ``cell`` is a cell's side in inches. Returns the figure.
+    Lesson: ``notebooks/01_dot_product.ipynb`` (where the queries, keys and values come from).
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    X = np.asarray(X, float)
+    weights = [np.asarray(W, float) for W in weights]
+    if X.ndim != 2 or any(W.ndim != 2 or W.shape[0] != X.shape[1] for W in weights):
+        raise ValueError(
+            f"X must be (n, d) and every W (d, d_out) with d = X.shape[1]; got X {X.shape} "
+            f"and W {[W.shape for W in weights]}."
+        )
+    if len(names) != len(weights):
+        raise ValueError(f"Give one name per W: {len(weights)} W and {len(names)} names.")
+    products = [X @ W for W in weights]
+    signed = [M for M in (X, *weights, *products) if M.min() < 0]
+    lim = max((float(np.abs(M).max()) for M in signed), default=1.0) or 1.0
+
+    n, d = X.shape
+    left, gap, first_gap, top, middle, bottom, pad = 0.75, 0.45, 0.6, 0.5, 0.55, 0.15, 0.25
+    widths = [W.shape[1] * cell for W in weights]
+    fig_w = left + d * cell + first_gap + sum(widths) + gap * (len(weights) - 1) + pad
+    fig_h = top + d * cell + middle + n * cell + bottom
+    fig = plt.figure(figsize=(fig_w, fig_h))
+
+    def panel(M, x, y, title, fmt, labels=None):
+        # x, y: the panel's lower left corner in inches
+        ax = fig.add_axes(
+            (x / fig_w, y / fig_h, M.shape[1] * cell / fig_w, M.shape[0] * cell / fig_h)
+        )
+        scale = {"vmin": -lim, "vmax": lim} if M.min() < 0 else {}
+        plots.heatmap(M, ax, row_labels=labels, title="", xlabel="", ylabel="",
+                      colorbar=False, fmt=fmt, **scale)  # fmt: skip
+        ax.set_title(f"{title}\n({M.shape[0]}, {M.shape[1]})", fontsize=9)
+        ax.set_xticks([])
+        if labels is None:
+            ax.set_yticks([])
+        return ax
+
+    def outline(ax, width):
+        if highlight_row is not None:
+            corner = (-0.5, highlight_row - 0.5)
+            ax.add_patch(Rectangle(corner, width, 1, fill=False, edgecolor="#E69F00", linewidth=3))
+
+    y_low = bottom
+    y_high = bottom + n * cell + middle
+    ax_x = panel(X, left, y_low, "X", "{:.1f}", labels=row_labels)
+    outline(ax_x, d)
+    x = left + d * cell + first_gap
+    for W, C, name, w in zip(weights, products, names, widths, strict=True):
+        panel(W, x, y_high, f"W_{name}", "{:.1f}")
+        outline(panel(C, x, y_low, f"{name} = X W_{name}", "{:.2f}"), C.shape[1])
+        x += w + gap
+    return fig
 
 
 def arrows(q, keys, labels, ax=None, title="one query, three keys"):

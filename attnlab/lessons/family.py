@@ -436,30 +436,6 @@ def masked_softmax_rows(S: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return softmax(S, mask=mask)
 
 
-def plot_counts(ns, counts: dict):
-    """The fraction of the ``n²`` scores each pattern computes against n, on log-log axes.
-
-    ``counts``: pattern → scores kept at each n. Full attention is the flat line at 1;
-    a pattern that keeps about ``c`` keys per query falls like ``c / n``, slope −1. Lines
-    that nearly coincide get different markers and dashes, so each stays visible.
-
-    Lesson: ``notebooks/09_attention_family.ipynb``.
-    """
-    ns = np.asarray(ns, dtype=float)
-    fig, ax = plt.subplots(figsize=(5.6, 3.4), layout="constrained")
-    colours = [plots.SECOND, plots.ACCENT, plots.THIRD, "#CC79A7", "#E69F00"]
-    styles = ["o-", "s--", "^:", "D-.", "v-"]
-    for (name, c), colour, style in zip(counts.items(), colours, styles, strict=False):
-        ax.plot(ns, np.asarray(c) / ns**2, style, color=colour, label=name, ms=4, mfc="none")
-    plots.log2_axes(
-        ax,
-        xlabel="sequence length n",
-        ylabel="fraction of the n² scores computed",
-        title="how much of the score matrix each pattern keeps",
-    )
-    return fig
-
-
 def plot_masks(masks: dict, suptitle: str = ""):
     """Boolean masks side by side, 1 (bright) where a query may attend to a key.
 

@@ -179,20 +179,22 @@ def plot_heads(Q, weights, merged, suptitle: str = ""):
         ax.set_xticks(
             [h * d_head + (d_head - 1) / 2 for h in range(n_heads)],
             [f"head {h}" for h in range(n_heads)],
-            fontsize=7,
+            fontsize=9,
         )
         for h in range(1, n_heads):
             ax.axvline(h * d_head - 0.5, color="white", lw=2.5)
         ax.set_ylabel("token")
     for h in range(n_heads):
         ax = axs[h + 1]
-        plots.heatmap(
+        heat = plots.heatmap(
             weights[h], ax, title=f"head {h} weights", vmin=0.0, vmax=1.0, annotate=False,
             colorbar=False,
         )  # fmt: skip
         ax.set_aspect("equal")
         if h:
             ax.set_ylabel("")
+    fig.colorbar(heat.image, ax=list(axs[1:-1]), location="bottom", shrink=0.5, aspect=30,
+                 label="weight (0 to 1)")  # fmt: skip
     if suptitle:
         fig.suptitle(suptitle)
     return fig
@@ -230,6 +232,7 @@ def plot_head_groups(n_heads: int, kv_head_counts):
         ax.set_xlim(-0.7, n_heads - 0.3)
         ax.set_ylim(-0.4, 1.4)
         ax.set_yticks([0, 1], ["K/V heads", "query heads"] if ax is np.atleast_1d(axs)[0] else [])
+        ax.tick_params(axis="y", length=0)
         ax.set_xticks([])
         for side in ("top", "right", "bottom", "left"):
             ax.spines[side].set_visible(False)
@@ -240,12 +243,12 @@ def plot_one_vs_two_heads(weights_one, values, one_head, two_heads, previous, fi
     """One head asked for two keys, against two heads that each take one.
 
     Left: the weights of the single head whose query asks for both the previous
-    token and the first token: two bright cells per row, about half each. Right,
-    for every query i: the number a of the token before it and the number b of
-    token 0 (what was asked for), the two heads' outputs (head A reads a with the
-    previous-token weights, head B reads b with the first-token weights: one column
-    each), and the single head's two columns, each blended with its one set of
-    weights, so each lands near an average.
+    token and the first token: two bright cells per row, about half each. Then one
+    panel per output column, for every query i: what was asked for (the number a of
+    the token before it; the number b of token 0), the two heads' output (head A
+    reads a with the previous-token weights, head B reads b with the first-token
+    weights), and the single head's column, blended with its one set of weights,
+    so it lands near an average.
 
     Shapes: ``weights_one`` ``(n, n)``; ``values`` ``(n, 2)`` (columns a and b);
     ``one_head`` and ``two_heads`` ``(n, 2)``; ``previous``, ``first`` ``(n,)``.
@@ -253,9 +256,10 @@ def plot_one_vs_two_heads(weights_one, values, one_head, two_heads, previous, fi
     """
     n = len(values)
     one_head = np.asarray(one_head).reshape(n, -1)
-    fig, (ax_w, ax_v) = plt.subplots(
-        1, 2, figsize=(9.2, 3.4), layout="constrained", gridspec_kw={"width_ratios": [1.0, 1.5]}
-    )
+    fig, (ax_w, *ax_cols) = plt.subplots(
+        1, 3, figsize=(11.0, 3.4), layout="constrained",
+        gridspec_kw={"width_ratios": [1.0, 1.15, 1.15]},
+    )  # fmt: skip
     plots.heatmap(
         weights_one, ax_w, title="one head, asked for both keys", vmin=0, vmax=1, annotate=False
     )
@@ -264,22 +268,21 @@ def plot_one_vs_two_heads(weights_one, values, one_head, two_heads, previous, fi
     ax_w.set_xticks(ticks, ticks)
     ax_w.set_yticks(ticks, ticks)
     i = np.arange(n)
-    ax_v.plot(i, previous, "o", ms=11, mfc="none", color=plots.ACCENT, label="a of token i − 1")
-    ax_v.plot(i, first, "s", ms=11, mfc="none", color=plots.SECOND, label="b of token 0")
-    ax_v.plot(i, two_heads[:, 0], ".", ms=7, color=plots.ACCENT, label="two heads: head A (a)")
-    ax_v.plot(i, two_heads[:, 1], ".", ms=7, color=plots.SECOND, label="two heads: head B (b)")
-    styles = (
-        ("x-", plots.ACCENT, "one head: column a"),
-        ("x--", plots.SECOND, "one head: column b"),
+    panels = (
+        ("column a: a of token i − 1", previous, two_heads[:, 0], "head A", plots.ACCENT),
+        ("column b: b of token 0", first, two_heads[:, 1], "head B", plots.SECOND),
     )
-    for column, (style, colour, label) in zip(one_head.T, styles, strict=False):
-        ax_v.plot(i, column, style, color=colour, lw=1, alpha=0.7, label=label)
-    ax_v.axhline(0, color="grey", lw=0.5)
-    ax_v.set_xticks(i, i)
-    ax_v.set_xlabel("query i")
-    ax_v.set_ylabel("value / output")
-    ax_v.set_title("what each query gets back")
-    ax_v.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    for k, (ax, (title, asked, two, head, colour)) in enumerate(zip(ax_cols, panels, strict=True)):
+        ax.plot(i, asked, "o", ms=11, mfc="none", color=colour, label="asked for")
+        ax.plot(i, two, ".", ms=7, color=colour, label=f"two heads ({head})")
+        ax.plot(i, one_head[:, k], "x--", color="black", lw=1, alpha=0.7, label="one head")
+        ax.axhline(0, color="grey", lw=0.5)
+        ax.set_xticks(i, i, fontsize=8)
+        ax.set_xlabel("query i")
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+    ax_cols[0].set_ylabel("value / output")
+    ax_cols[1].sharey(ax_cols[0])
     return fig
 
 

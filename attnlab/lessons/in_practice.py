@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .. import plots
-from ..masks import causal_lower_right  # noqa: F401 - the notebook uses it
+from ..masks import causal_lower_right, causal_mask  # noqa: F401 - the notebook uses it
 from ..softmax import entropy, softmax
 from .cost_and_tiling import peak_bytes  # noqa: F401 - the notebook uses it
 
@@ -199,25 +199,35 @@ def plot_linear_cost(ns, quadratic_bytes, linear_bytes):
 # ------------------------------------------------------------ entropy during training
 
 
-def head_entropy(W) -> np.ndarray:
-    """The mean attention entropy of each head: ``−Σ_j w_ij log w_ij``, averaged over the queries.
+def sdpa_weights(q, k, attn_mask=None, is_causal=False, scale=None) -> np.ndarray:
+    """The weights ``F.scaled_dot_product_attention`` uses, which it never returns.
 
-    ``W`` holds one row of weights per query and head, shape ``(H, n_q, n_k)``, each row
-    summing to 1; masked pairs are exact zeros, and ``0 · log 0`` counts as 0 (the
-    limit of ``p log p`` as ``p → 0``), so a masked key adds nothing and no warning is
-    raised. Natural logarithm, in nats: a uniform row over ``m`` keys has ``log m``, a
-    one-hot row 0. Shapes: ``(H, n_q, n_k)`` → ``(H,)``.
+    Formula: ``softmax(q kᵀ · scale + mask)`` with ``scale = 1/√d_k`` by default. A bool
+    ``attn_mask`` is True where a query may attend; a float one is added to the scaled
+    scores; ``is_causal=True`` is the top-left rule ``j ≤ i`` (:func:`attnlab.causal_mask`).
+    Like PyTorch, it refuses ``attn_mask`` together with ``is_causal=True`` (ValueError;
+    PyTorch raises a RuntimeError). A query with no key left gets zeros.
 
+    Shapes: ``q (..., n_q, d_k)``, ``k (..., n_k, d_k)``, ``attn_mask`` broadcasting to
+    ``(..., n_q, n_k)`` → ``(..., n_q, n_k)``, each row summing to 1.
     Lesson: ``notebooks/10_in_practice.ipynb``.
     """
-    W = np.asarray(W, dtype=float)
-    terms = W * np.log(np.where(W > 0, W, 1.0))  # log 1 = 0 where w = 0: 0 · log 0 = 0
-    return -terms.sum(axis=-1).mean(axis=-1)
+    if attn_mask is not None and is_causal:
+        raise ValueError("give attn_mask or is_causal=True, not both (PyTorch refuses both)")
+    q, k = np.asarray(q, dtype=float), np.asarray(k, dtype=float)
+    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    S = q @ np.swapaxes(k, -1, -2) * scale
+    if is_causal:
+        attn_mask = causal_mask(*S.shape[-2:])
+    if attn_mask is not None and np.asarray(attn_mask).dtype != np.bool_:
+        return softmax(S + np.asarray(attn_mask, dtype=float))
+    return softmax(S, mask=attn_mask)
 
 
 def plot_entropy_curves(runs: dict, n_pairs: int, n_values: int):
     """Mean attention entropy, loss and accuracy per training step, one colour per run:
-    the median over the seeds as a line, the lowest to the highest seed as a band.
+    the median over the seeds as a line, the lowest to the highest seed as a band; steps
+    5 to 10, where the lesson compares the runs' entropy, are shaded.
 
     ``runs``: label → a :class:`attnlab.lessons.ablation.Run`; ``n_pairs`` and
     ``n_values`` mark a uniform row (log n_pairs) and a uniform guess (log n_values).
@@ -234,6 +244,11 @@ def plot_entropy_curves(runs: dict, n_pairs: int, n_values: int):
             ax.plot(steps, np.median(values, axis=0), color=colour, lw=1.3, label=f"÷ {label}")
     levels = ((axs[0], np.log(n_pairs), f"uniform row, log {n_pairs}"),
               (axs[1], np.log(n_values), "uniform guess"))  # fmt: skip
+    for ax in axs:  # the steps the text reads the entropy over
+        ax.axvspan(5, 10, color="grey", alpha=0.1, lw=0)
+    axs[0].text(
+        7, np.log(n_pairs) * 1.12, "steps 5–10", color="grey", fontsize=7, ha="center", va="top"
+    )
     for ax, level, text in levels:
         ax.axhline(level, color="grey", ls=":", lw=1)
         ax.text(run.steps, level, text + " ", color="grey", fontsize=8, va="bottom", ha="right")

@@ -189,6 +189,40 @@ def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 20_000, seed:
     )
 
 
+def query_gradient_norms(
+    d_ks=(16, 64, 256, 1024), n_keys: int = 16, n_rows: int = 2000, seed: int = 20
+) -> tuple[np.ndarray, np.ndarray]:
+    """Median length of the gradient that reaches the query, raw and divided by √d_k.
+
+    For each row: a query q and ``n_keys`` keys K (rows k_j) with N(0, 1) entries, the
+    weights ``p = softmax(K q / τ)`` with τ = 1 (raw) or τ = √d_k (scaled), and a random
+    upstream gradient g ~ N(0, I) at the weights. The chain rule through the softmax
+    Jacobian J = diag(p) − p pᵀ (symmetric) and s = K q gives
+    ``∂L/∂q = Kᵀ (J g) / τ``, with ``J g = p ⊙ (g − p · g)``; the result is ‖∂L/∂q‖.
+
+    Shapes: ``d_ks (m,)`` → ``(raw (m,), scaled (m,))``, medians over ``n_rows`` rows.
+
+    Lesson: ``notebooks/03_scaling.ipynb`` (Section 7).
+    """
+    medians = np.empty((2, len(d_ks)))
+    for i, d_k in enumerate(d_ks):
+        rng = np.random.default_rng(seed + i)
+        norms = np.empty((2, n_rows))
+        for start in range(0, n_rows, _CHUNK):
+            m = min(_CHUNK, n_rows - start)
+            q = rng.standard_normal((m, d_k))
+            K = rng.standard_normal((m, n_keys, d_k))
+            g = rng.standard_normal((m, n_keys))
+            s = np.einsum("rjd,rd->rj", K, q)
+            for row, tau in enumerate((1.0, np.sqrt(d_k))):
+                p = softmax(s / tau)
+                grad_s = p * (g - (p * g).sum(axis=-1, keepdims=True)) / tau
+                grad_q = np.einsum("rjd,rj->rd", K, grad_s)
+                norms[row, start : start + m] = np.linalg.norm(grad_q, axis=-1)
+        medians[:, i] = np.median(norms, axis=-1)
+    return medians[0], medians[1]
+
+
 def power_variances(d_ks=DK_GRID, powers=POWERS, n_samples: int = 4000, seed: int = 5):
     """Monte-Carlo variance of ``q · k / d_k^α`` for each exponent α and each d_k.
 
@@ -355,18 +389,15 @@ def plot_power_variances(d_ks, variances, powers=POWERS, names=POWER_NAMES):
     d_ks = np.asarray(d_ks, dtype=float)
     fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
     predicted = {"1/3": "d_k^{1/3}", "1/2": "d_k^{0} = 1", "2/3": "d_k^{-1/3}"}
+    handles, labels = [], []
     for alpha, name, var, colour in zip(
         powers, names, variances, (plots.SECOND, plots.ACCENT, plots.THIRD), strict=True
     ):
         line = predicted.get(name, f"d_k^{{{1 - 2 * alpha:.2g}}}")
-        ax.plot(
-            d_ks,
-            d_ks ** (1 - 2 * alpha),
-            color=colour,
-            lw=1.5,
-            label=f"÷ $d_k^{{{name}}}$: predicted ${line}$",
-        )
-        ax.plot(d_ks, var, "o", color=colour, ms=5, label=f"÷ $d_k^{{{name}}}$: measured")
+        (drawn,) = ax.plot(d_ks, d_ks ** (1 - 2 * alpha), color=colour, lw=1.5)
+        (dots,) = ax.plot(d_ks, var, "o", color=colour, ms=5)
+        handles.append((drawn, dots))  # one legend entry per exponent: line and dots
+        labels.append(f"÷ $d_k^{{{name}}}$: predicted ${line}$")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set(
@@ -374,7 +405,7 @@ def plot_power_variances(d_ks, variances, powers=POWERS, names=POWER_NAMES):
         xlabel="$d_k$ (log scale)",
         ylabel="variance (log scale)",
     )
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(handles, labels, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
 
@@ -427,7 +458,7 @@ def plot_jacobian(sat: Saturation):
         **{**style, "marker": "s"},
     )
     # p_i (1 − p_i) is largest, 1/4, at p_i = 1/2: no entry of J can be larger.
-    ax.axhline(0.25, color="grey", ls=":", lw=1, label="largest possible |J_ij|, 1/4")
+    ax.axhline(0.25, color="grey", ls=":", lw=1, label=r"largest possible $|J_{ij}|$, 1/4")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set(
@@ -448,7 +479,7 @@ def divisor_for_variance(
     rule Var(cX) = c² Var(X)), so τ = σ_q σ_k √(d_k / target_variance).
 
     Shapes: numbers → a float.
-    Lesson: ``notebooks/03_scaling.ipynb``, Section 4 ("What divisor for other initialisations?").
+    Lesson: ``notebooks/03_scaling.ipynb``, Section 4 ("Does the argument fix the constant…?").
     """
     return float(sigma_q * sigma_k * np.sqrt(d_k / target_variance))
 

@@ -16,8 +16,8 @@ import numpy as np
 from .. import plots
 
 # Every entry of a softmax Jacobian lies in [-1/4, 1/4]: the diagonal p(1 - p) and the
-# off-diagonal -p_i p_j are both at most 1/4 in size (proved in the lesson). Fixed limits
-# make maps comparable.
+# off-diagonal -p_i p_j are both at most 1/4 in size (lesson 03). Fixed limits make maps
+# comparable.
 JACOBIAN_LIMIT = 0.25
 
 
@@ -105,6 +105,7 @@ def saturation_plot(xs, first, threshold, x_cross, n_keys=4):
 def jacobian_pair(jacobians, titles, fmt="{:.3f}"):
     """Softmax Jacobians side by side on the same fixed colour scale, ±``JACOBIAN_LIMIT``.
 
+    Entry (i, j) is ``∂p_i/∂x_j = p_i (δ_ij − p_j)``; the colour bar says so.
     Shapes: each Jacobian is (n, n), rows i (weight p_i), columns j (score x_j).
     Lesson: ``notebooks/04_softmax.ipynb``.
     """
@@ -124,6 +125,8 @@ def jacobian_pair(jacobians, titles, fmt="{:.3f}"):
             fmt=fmt,
             colorbar=k == len(jacobians) - 1,
         )
+        if heat.colorbar is not None:
+            heat.colorbar.set_label(r"$\partial p_i / \partial x_j$")
         # An entry too small for ``fmt`` would read "0.000" (or "-0.000"): written in
         # scientific notation it says how small it is; an exact zero stays "0.000".
         for text, value in zip(heat.texts, np.asarray(J, dtype=float).ravel(), strict=True):
@@ -157,20 +160,20 @@ def mask_and_weights(mask, weights):
 
 
 def raw_score_gradient_norms(scores, taus):
-    """``‖J‖`` and ``‖∂p/∂x‖ = ‖J‖ / τ`` for ``p = softmax(x / τ)``, one pair per τ.
+    """``‖J‖`` and ``‖∂p/∂s‖ = ‖J‖ / τ`` for ``p = softmax(s / τ)``, one pair per τ.
 
-    ``J = diag(p) - p pᵀ`` is the Jacobian with respect to the divided scores ``x / τ``
-    (lesson 03); the chain rule through ``x / τ`` divides it by τ to give the gradient with
-    respect to the raw scores x. Norms are Frobenius, ``sqrt(Σ_ij J_ij²)``.
+    ``J = diag(p) - p pᵀ`` is the Jacobian with respect to the divided scores ``s / τ``
+    (lesson 03); the chain rule through ``s / τ`` divides it by τ to give the gradient with
+    respect to the raw scores s. Norms are Frobenius, ``sqrt(Σ_ij J_ij²)``.
 
     Shapes: ``scores`` (n,), ``taus`` (m,) → two arrays (m,): ``‖J‖`` and ``‖J‖ / τ``.
     Lesson: ``notebooks/04_softmax.ipynb`` (temperature).
     """
-    x = np.asarray(scores, float)
+    s = np.asarray(scores, float)
     taus = np.asarray(taus, float)
     norms = np.empty(taus.size)
     for k, tau in enumerate(taus):
-        z = x / tau
+        z = s / tau
         p = np.exp(z - z.max())
         p /= p.sum()
         norms[k] = np.linalg.norm(np.diag(p) - np.outer(p, p))
@@ -178,20 +181,20 @@ def raw_score_gradient_norms(scores, taus):
 
 
 def temperature_gradient_plot(taus, norm_J, norm_grad, marks=()):
-    """``‖J‖`` and ``‖∂p/∂x‖ = ‖J‖/τ`` against the temperature τ (log scale).
+    """``‖J‖`` and ``‖∂p/∂s‖ = ‖J‖/τ`` against the temperature τ (log scale).
 
     ``marks``: τ values to mark with a dotted line (e.g. the rows of a printed table).
     Shapes: ``taus``, ``norm_J`` and ``norm_grad`` are 1-D of the same length.
     Lesson: ``notebooks/04_softmax.ipynb`` (temperature).
     """
     fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
-    ax.plot(taus, norm_J, color="grey", lw=1.5, ls="--", label=r"$\|J\|$ (w.r.t. $x/\tau$)")
+    ax.plot(taus, norm_J, color="grey", lw=1.5, ls="--", label=r"$\|J\|$ (w.r.t. $s/\tau$)")
     ax.plot(
         taus,
         norm_grad,
         color=plots.ACCENT,
         lw=2,
-        label=r"$\|\partial p/\partial x\| = \|J\|/\tau$ (w.r.t. the raw scores $x$)",
+        label=r"$\|\partial p/\partial s\| = \|J\|/\tau$ (w.r.t. the raw scores $s$)",
     )
     for tau in marks:
         ax.axvline(tau, color="grey", lw=0.8, ls=":")
@@ -207,7 +210,7 @@ def temperature_gradient_plot(taus, norm_J, norm_grad, marks=()):
     ax.set_xscale("log")
     ax.set_xlabel(r"temperature $\tau$ (log scale)")
     ax.set_ylabel("norm")
-    ax.set_title(r"How much gradient reaches the scores, $p = $ softmax$(x/\tau)$")
+    ax.set_title(r"How much gradient reaches the scores, $p = $ softmax$(s/\tau)$")
     ax.legend(fontsize=8, loc="upper right")
     return fig
 
@@ -215,8 +218,8 @@ def temperature_gradient_plot(taus, norm_J, norm_grad, marks=()):
 def query_gradient_norms(d_ks, n_keys, n_samples, rng, scaled=True, per_coordinate=False):
     """``‖∂p/∂q‖`` for one random query against ``n_keys`` random keys, ``n_samples`` times.
 
-    Formula: the scores are ``x_j = q · k_j``, divided by ``τ = √d_k`` (``scaled``) or by
-    ``τ = 1``; ``p = softmax(x / τ)``. Since ``∂x_j/∂q = k_j``, the chain rule gives
+    Formula: the scores are ``s_j = q · k_j``, divided by ``τ = √d_k`` (``scaled``) or by
+    ``τ = 1``; ``p = softmax(s / τ)``. Since ``∂s_j/∂q = k_j``, the chain rule gives
     ``∂p/∂q = (J / τ) K``, with ``J = diag(p) - p pᵀ``. The norm is Frobenius. The entries
     of q and of the keys are independent standard normal, a fresh draw for every sample.
     With ``per_coordinate``, each sample gives instead the median over the d_k coordinates
@@ -270,33 +273,42 @@ def largest_weight_bound(g, n):
     return 1.0 / (1.0 + (n - 1) * np.exp(-2.0 * np.asarray(g, float)))
 
 
-def query_scaling_plot(cs, plain_max, qk_max, gs, measured_max, bound, g_used, measured_label=None):
-    """Two panels: a query scaled by c (plain scores vs QK-norm), and QK-norm's bound in g.
+def query_scaling_plot(cs, plain_max, qk_max, g_used):
+    """The largest weight of one query's row when the query is multiplied by c (log x).
 
-    Left: the largest weight of one query's row when the query is multiplied by c (log x),
-    with plain scaled dot products and with QK-norm at scale ``g_used``. Right: the
-    largest weight measured over many random queries at each g, under the bound
-    ``1 / (1 + (n-1) e^{-2g})``; ``measured_label`` names those points (what the maximum
-    runs over), by default "largest weight measured".
-    Shapes: ``cs``, ``plain_max``, ``qk_max`` 1-D of one length; ``gs``, ``measured_max``,
-    ``bound`` 1-D of another.
+    Two curves: plain scaled dot products ``(c q) · k / √d_k``, which sharpen as c grows (a
+    temperature τ/c), and QK-norm at scale ``g_used``, which ignores c.
+    Shapes: ``cs``, ``plain_max``, ``qk_max`` 1-D of one length.
     Lesson: ``notebooks/04_softmax.ipynb`` (query-dependent scaling).
     """
-    fig, (ax_c, ax_g) = plt.subplots(1, 2, figsize=(10.5, 3.4), layout="constrained")
-    ax_c.plot(cs, plain_max, color=plots.ACCENT, lw=2, label=r"plain: $(c\,q)\cdot k/\sqrt{d_k}$")
-    ax_c.plot(cs, qk_max, color=plots.SECOND, lw=2, ls="--", label=f"QK-norm, g = {g_used:g}")
-    ax_c.set_xscale("log")
-    ax_c.set_ylim(0, 1.05)
-    ax_c.set_xlabel("c, the factor on the query (log scale)")
-    ax_c.set_ylabel("largest weight of the row")
-    ax_c.set_title("Scaling q is a temperature τ/c for its row")
-    ax_c.legend(fontsize=8, loc="upper left")
-    ax_g.plot(gs, bound, color="grey", lw=1.5, label=r"bound $1/(1+(n-1)e^{-2g})$")
+    fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
+    ax.plot(cs, plain_max, color=plots.ACCENT, lw=2, label=r"plain: $(c\,q)\cdot k/\sqrt{d_k}$")
+    ax.plot(cs, qk_max, color=plots.SECOND, lw=2, ls="--", label=f"QK-norm, g = {g_used:g}")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("c, the factor on the query (log scale)")
+    ax.set_ylabel("largest weight of the row")
+    ax.set_title("Scaling q is a temperature τ/c for its row")
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def qk_norm_bound_plot(gs, measured_max, bound, measured_label=None):
+    """QK-norm's cap on sharpness: the largest weight measured at each g, under the bound.
+
+    ``bound`` is ``1 / (1 + (n-1) e^{-2g})`` (``largest_weight_bound``); ``measured_label``
+    names the measured points (what the maximum runs over), by default "largest weight
+    measured".
+    Shapes: ``gs``, ``measured_max``, ``bound`` 1-D of one length.
+    Lesson: ``notebooks/04_softmax.ipynb`` (query-dependent scaling, optional part).
+    """
+    fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
+    ax.plot(gs, bound, color="grey", lw=1.5, label=r"bound $1/(1+(n-1)e^{-2g})$")
     label = measured_label or "largest weight measured"
-    ax_g.plot(gs, measured_max, "o", color=plots.SECOND, ms=4, label=label)
-    ax_g.set_ylim(0, 1.05)
-    ax_g.set_xlabel("g, the learned scale of QK-norm")
-    ax_g.set_ylabel("largest weight")
-    ax_g.set_title(r"QK-norm: scores $g\cos\theta$ cap the sharpness")
-    ax_g.legend(fontsize=8, loc="lower right")
+    ax.plot(gs, measured_max, "o", color=plots.SECOND, ms=4, label=label)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("g, the learned scale of QK-norm")
+    ax.set_ylabel("largest weight")
+    ax.set_title(r"QK-norm: scores $g\cos\theta$ cap the sharpness")
+    ax.legend(fontsize=8, loc="lower right")
     return fig

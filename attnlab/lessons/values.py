@@ -3,7 +3,7 @@
 The attention output ``z_i = Σ_j A_ij v_j`` has weights ``A_ij ≥ 0`` that sum
 to 1, so it is a convex combination of the value rows. ``convex_hull`` and
 ``inside_hull`` let the lesson check that in 2-D, ``scores_for`` finds scores that
-reach a given point of the hull, and ``stacked_attention`` with ``relative_spread``
+reach a given point of the hull, and ``stacked_attention`` with ``spread``
 shows layers of averages pulling the points together; the figure functions only
 draw numbers that the notebook computed in the cell that calls them. Matplotlib is
 imported only by the figure functions, so that the checker can grade ``output_change``
@@ -331,15 +331,39 @@ def relative_spread(Z) -> float:
     return float(np.linalg.norm(Z - Z.mean(axis=0)) / size) if size else 0.0
 
 
+def spread(Z) -> float:
+    """How spread out the rows of Z are: ‖Z − 1 z̄ᵀ‖_F, with z̄ the mean row.
+
+    0 means every row is the same point. Unlike :func:`relative_spread` it is not divided
+    by the size of Z, so it shows points merging even when their mean is near 0.
+
+    Shapes: ``Z`` (n, d) → a number ≥ 0. Lesson: ``notebooks/05_values.ipynb``.
+    """
+    Z = np.asarray(Z, dtype=float)
+    return float(np.linalg.norm(Z - Z.mean(axis=0)))
+
+
+def width_ratio(Z) -> float:
+    """How flat the cloud of rows of Z is: σ₂ / σ₁ of Z − 1 z̄ᵀ (its two largest singular values).
+
+    Near 1: the points spread evenly in two directions; near 0: they lie along one line.
+
+    Shapes: ``Z`` (n, d) with d ≥ 2 → a number in [0, 1]. Lesson: ``notebooks/05_values.ipynb``.
+    """
+    sv = np.linalg.svd(np.asarray(Z, dtype=float) - np.mean(Z, axis=0), compute_uv=False)
+    return float(sv[1] / sv[0]) if sv[0] else 0.0
+
+
 def collapse_picture(runs: dict, figsize=(11, 5.2)):
     """Points per layer: one row per run, one column per layer, each layer's hull drawn.
 
     ``runs``: {row title: list of (n, 2) arrays, layer 0 first}, e.g. from
     :func:`stacked_attention`. Each panel shows that layer's points (one colour per
     token; axes feature 0 and feature 1) and, dashed, the
-    hull of the layer before; its title gives the layer's :func:`relative_spread` as a
-    fraction of layer 0's. Each panel has its own scale: the residual makes the
-    points grow, and what matters is their shape. Returns the figure.
+    hull of the layer before; its title gives the layer's :func:`spread` as a
+    fraction of layer 0's. The panels of a row share their axes, so that a row shows
+    the points shrink (attention alone) or grow (the residual) from layer to layer.
+    Returns the figure.
 
     Lesson: ``notebooks/05_values.ipynb``.
     """
@@ -350,6 +374,9 @@ def collapse_picture(runs: dict, figsize=(11, 5.2)):
     fig, axs = plt.subplots(len(runs), ncols, figsize=figsize, layout="constrained", squeeze=False)
     colours = [f"C{k % 10}" for k in range(max(len(layers[0]) for layers in runs.values()))]
     for row, (title, layers) in zip(axs, runs.items(), strict=True):
+        everything = np.vstack([np.asarray(Z, dtype=float) for Z in layers])
+        centre = (everything.max(axis=0) + everything.min(axis=0)) / 2
+        half = 0.55 * float(np.ptp(everything, axis=0).max() or 1.0)
         for k, ax in enumerate(row):
             if k >= len(layers):
                 ax.set_visible(False)
@@ -360,15 +387,12 @@ def collapse_picture(runs: dict, figsize=(11, 5.2)):
                 if len(before) >= 3:
                     ax.add_patch(Polygon(before, closed=True, fill=False, ls="--", ec="0.5", lw=1))
             ax.scatter(Z[:, 0], Z[:, 1], s=36, c=colours[: len(Z)], zorder=3)
-            everything = np.vstack([Z, layers[k - 1]]) if k > 0 else Z
-            centre = (everything.max(axis=0) + everything.min(axis=0)) / 2
-            half = 0.6 * float(np.ptp(everything, axis=0).max() or 1.0)
             ax.set_xlim(centre[0] - half, centre[0] + half)
             ax.set_ylim(centre[1] - half, centre[1] + half)
             ax.set_aspect("equal")
             ax.tick_params(labelsize=7)
-            spread = relative_spread(Z) / relative_spread(layers[0])
-            shown = f"{spread:.2g}" if spread >= 1e-3 else "< 0.001"
+            kept = spread(Z) / spread(layers[0])
+            shown = f"{kept:.2g}" if kept >= 1e-3 else "< 0.001"
             ax.set_title(f"layer {k}: spread {shown}" if k else "layer 0: the input", fontsize=9)
         row[0].set_ylabel(f"{title}\nfeature 1", fontsize=9)
     for ax in axs[-1]:

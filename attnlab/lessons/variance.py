@@ -243,6 +243,30 @@ def excess_kurtosis(samples: ArrayLike) -> float:
     return float(np.mean(centred**4) / np.mean(centred**2) ** 2 - 3.0)
 
 
+def standard_errors_off(
+    d_ks: Sequence[int], variances: ArrayLike, n: int, fourth_moment: float = 3.0
+) -> np.ndarray:
+    """How many standard errors each measured variance of q·k lies from its theory, d_k.
+
+    Formula: a variance measured from ``n`` samples has relative standard error
+    se = √((κ − 1) / n), where κ = E[(Z − μ)⁴] / σ⁴ is the kurtosis of the samples; for q·k
+    with d_k independent products of entries with E[X⁴] = ``fourth_moment`` (3 for normal,
+    9/5 for uniform, 1 for ±1 entries), κ = 3 + (E[X⁴]² − 3) / d_k. Returns
+    z = |variance / d_k − 1| / se, NaN where se is 0 (±1 entries at d_k = 1, whose score
+    is always ±1, so its variance has no spread).
+
+    Shapes: ``d_ks`` and ``variances`` of shape ``(m,)``; returns a float64 array ``(m,)``.
+
+    Lesson: ``notebooks/02_variance.ipynb`` (the note "how close to 1 is close enough?").
+    """
+    d = np.asarray(d_ks, dtype=float)
+    ratio = np.asarray(variances, dtype=float) / d
+    se = np.sqrt(np.maximum(2 + (fourth_moment**2 - 3) / d, 0.0) / n)
+    z = np.full(d.shape, np.nan)
+    np.divide(np.abs(ratio - 1), se, out=z, where=se > 0)
+    return z
+
+
 # --- figures --------------------------------------------------------------------------------
 
 

@@ -2,10 +2,9 @@
 
 Each factory checks its arguments and returns a small subclass of
 :class:`~attnlab.widgets._base.CourseWidget`, whose ``controls`` (by name) can be
-set from code and whose ``shown`` holds the numbers on view. Every factory but
-``ablation_curves`` can be called with no arguments (a built-in example) and
-takes a learner's own data as optional arguments; ``ablation_curves`` shows the
-lesson's training runs, passed to it. ``import attnlab.widgets`` is cheap: a
+set from code and whose ``shown`` holds the numbers on view. Every factory can
+be called with no arguments (a built-in example) and takes a learner's own data
+as optional arguments. ``import attnlab.widgets`` is cheap: a
 factory's module (and ipywidgets, matplotlib) load on first use.
 """
 
@@ -26,7 +25,6 @@ FACTORIES = {
     "mask_builder": "heads_and_masks",
     "online_softmax_stepper": "cost_and_tiling",
     "initial_attention": "ablation",
-    "ablation_curves": "ablation",
     "reach_explorer": "family",
     "family_explorer": "family",
 }

@@ -1,10 +1,11 @@
 """Two widgets of the attention family: the reach explorer of lesson 09 and the family
 explorer of lesson 10.
 
-**Reach explorer** (lesson 09): a sparse mask (local window, blocks, or a window with a global
-token) stacked over layers. After ``L`` layers token ``j`` can have reached token ``i``
-when ``(M^L)_ij > 0`` (see ``attnlab.lessons.family.reach``): the view shows the mask,
-that reach, and the number of layers after which every token has heard from every other.
+**Reach explorer** (lesson 09): a sparse mask (local window, blocks, a window with a global
+token, or a window with random keys) stacked over layers. After ``L`` layers token ``j``
+can have reached token ``i`` when ``(M^L)_ij > 0`` (see ``attnlab.lessons.family.reach``):
+the view shows the mask, that reach, and the number of layers after which every token has
+heard from every other.
 
 **Family explorer** (lesson 10): one set of queries and keys, mixed by softmax or by linear
 attention, with an ALiBi slope, a local window and a sharpness to move.
@@ -29,7 +30,14 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import plots
-from ..lessons.family import block_mask, global_mask, layers_to_connect, local_mask, reach
+from ..lessons.family import (
+    block_mask,
+    global_mask,
+    layers_to_connect,
+    local_mask,
+    random_keys_mask,
+    reach,
+)
 from ..softmax import entropy, softmax
 from ._base import CourseWidget
 from ._check import token_matrix, whole_number
@@ -38,7 +46,9 @@ MIN_TOKENS, MAX_TOKENS = 4, 32
 MAX_DIM = 64
 DEFAULT_TOKENS, DEFAULT_DIM = 16, 8
 MIXINGS = ("softmax", "linear")
-PATTERNS = ("local", "block", "global")
+PATTERNS = ("local", "block", "global", "random")
+REACH_RANDOM_KEYS = 2  # random keys per query in the "random" pattern, as in lesson 09
+REACH_SEED = 0
 MAX_WIDTH = 8
 DEFAULT_REACH_TOKENS = 32
 
@@ -214,8 +224,9 @@ def family_explorer(Q: Any = None, K: Any = None) -> FamilyExplorer:
 
 
 def sparse_mask(pattern: str, n: int, width: int) -> np.ndarray:
-    """The reach explorer's mask: ``local_mask(n, w)``, ``block_mask(n, b)`` or
-    ``global_mask(n, w, (0,))``, with ``width`` as w or b. Shapes: → bool ``(n, n)``.
+    """The reach explorer's mask: ``local_mask(n, w)``, ``block_mask(n, b)``,
+    ``global_mask(n, w, (0,))`` or ``random_keys_mask(n, w, 2, seed=0)`` (BigBird's window
+    plus 2 random keys per query), with ``width`` as w or b. Shapes: → bool ``(n, n)``.
 
     Lesson: ``notebooks/09_attention_family.ipynb``.
     """
@@ -223,6 +234,8 @@ def sparse_mask(pattern: str, n: int, width: int) -> np.ndarray:
         return local_mask(n, width)
     if pattern == "block":
         return block_mask(n, width)
+    if pattern == "random":
+        return random_keys_mask(n, width, REACH_RANDOM_KEYS, seed=REACH_SEED)
     return global_mask(n, width, (0,))
 
 
@@ -336,7 +349,8 @@ def reach_explorer(n: int = DEFAULT_REACH_TOKENS) -> ReachExplorer:
     """A sparse mask stacked over layers: who can have heard from whom after L layers.
 
     ``n``: the number of tokens, 8 to 64 (default 32). ``controls``: ``"pattern"``
-    (``"local"``, ``"block"`` or ``"global"``: a window with token 0 global), ``"width"``
+    (``"local"``, ``"block"``, ``"global"``: a window with token 0 global, or ``"random"``:
+    a window plus 2 random keys per query), ``"width"``
     (the window w, or the block size b, 1 to 8) and ``"layers"`` (L, 1 to n − 1, enough
     for a window of 1 to connect the two ends).
 

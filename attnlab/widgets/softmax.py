@@ -8,8 +8,8 @@ same amount, the rise of ``logsumexp(x)``.
 
 **Softmax explorer**: a temperature slider over one row of scores, and the gradient it leaves.
 
-Formula: weights ``p = softmax(x / τ)``. With respect to the raw scores x the Jacobian is
-``∂p_i/∂x_j = J_ij / τ`` with ``J = diag(p) - p pᵀ`` (the chain rule through ``z = x / τ``).
+Formula: weights ``p = softmax(s / τ)``. With respect to the raw scores s the Jacobian is
+``∂p_i/∂s_j = J_ij / τ`` with ``J = diag(p) - p pᵀ`` (the chain rule through ``s / τ``).
 Low temperatures make p one-hot and the gradient vanish; high ones make p uniform and
 shrink the gradient by the factor 1/τ.
 
@@ -54,7 +54,7 @@ def row_of_scores(scores: Any, fewest: int) -> np.ndarray:
 
 
 def raw_score_jacobian(scores: np.ndarray, tau: float) -> np.ndarray:
-    """∂p_i/∂x_j for ``p = softmax(x / τ)``: the softmax Jacobian divided by τ.
+    """∂p_i/∂s_j for ``p = softmax(s / τ)``: the softmax Jacobian divided by τ.
 
     Shapes: ``scores`` (n,) → (n, n). Lesson: ``notebooks/04_softmax.ipynb``.
     """
@@ -62,7 +62,7 @@ def raw_score_jacobian(scores: np.ndarray, tau: float) -> np.ndarray:
 
 
 def colour_limit(scores: np.ndarray) -> float:
-    """The largest |∂p_i/∂x_j| over every slider position, so the colours never rescale.
+    """The largest |∂p_i/∂s_j| over every slider position, so the colours never rescale.
 
     Never below ``JACOBIAN_LIMIT``, the bound at τ = 1.
     """
@@ -71,9 +71,9 @@ def colour_limit(scores: np.ndarray) -> float:
 
 
 class SoftmaxExplorer(CourseWidget):
-    """Bars of softmax(x / τ) and its gradient ∂p/∂x, for the temperature τ on the slider.
+    """Bars of softmax(s / τ) and its gradient ∂p/∂s, for the temperature τ on the slider.
 
-    ``shown``: ``"weights"``, ``"jacobian"`` (∂p_i/∂x_j with respect to the raw scores,
+    ``shown``: ``"weights"``, ``"jacobian"`` (∂p_i/∂s_j with respect to the raw scores,
     ``J / τ``) and ``"annotated"`` (whether the cells have their values written in,
     rounded to two decimals). ``limit`` is the fixed ± range of the colour scale.
     """
@@ -95,19 +95,19 @@ class SoftmaxExplorer(CourseWidget):
 
     def draw(self, axes: np.ndarray) -> list[Any]:
         ax_p, ax_j = axes[0]
-        x, n = self.scores, self.scores.size
+        s, n = self.scores, self.scores.size
         labels = [f"k{j}" for j in range(n)]
         # Each key's score sits under its bar, so the title stays short for any learner data.
         self.bars = plots.bars(
             np.zeros(n),
             ax_p,
-            labels=[f"{k}\n{v:.2g}" for k, v in zip(labels, x, strict=True)],
-            title="weights softmax(x / τ)",
+            labels=[f"{k}\n{v:.2g}" for k, v in zip(labels, s, strict=True)],
+            title="weights softmax(s / τ)",
             ylabel="weight",
             ylim=(0, 1.12),
         )
         ax_p.axhline(1 / n, color="grey", lw=0.8, ls=":")
-        ax_p.set_xlabel("key and its score x  (dotted: uniform weight 1/n)", fontsize=8)
+        ax_p.set_xlabel("key and its score s  (dotted: uniform weight 1/n)", fontsize=8)
         ax_p.tick_params(axis="x", labelsize=8 if n <= 5 else 7)
         ax_p.title.set_fontsize(9)
         self.status = ax_p.text(
@@ -116,7 +116,7 @@ class SoftmaxExplorer(CourseWidget):
         self.heat = plots.heatmap(
             np.zeros((n, n)),
             ax_j,
-            title=r"gradient $\partial p_i / \partial x_j = J_{ij}/\tau$ (raw scores x)",
+            title=r"gradient $\partial p_i / \partial s_j = J_{ij}/\tau$ (raw scores s)",
             xlabel="j (raw score)",
             ylabel="i (weight)",
             row_labels=labels,
@@ -132,14 +132,14 @@ class SoftmaxExplorer(CourseWidget):
 
     def update(self, temperature: float) -> None:
         weights = softmax(self.scores / temperature)
-        jac = softmax_jacobian(weights) / temperature  # with respect to the raw scores x
+        jac = softmax_jacobian(weights) / temperature  # with respect to the raw scores s
         for bar, height in zip(self.bars.patches, weights, strict=True):
             bar.set_height(height)
         annotated = bool(self.heat.texts)
         # Rounded as shown, and + 0.0 turns -0.0 into 0.0, so no cell reads "-0.00".
         self.heat.update(np.round(jac, 2) + 0.0 if annotated else jac)
         self.status.set_text(
-            f"max weight {weights.max():.3f}    ‖∂p/∂x‖ = ‖J‖/τ = {np.linalg.norm(jac):.3f}"
+            f"max weight {weights.max():.3f}    ‖∂p/∂s‖ = ‖J‖/τ = {np.linalg.norm(jac):.3f}"
         )
         self.shown = {"weights": weights, "jacobian": jac, "annotated": annotated}
 
@@ -147,7 +147,7 @@ class SoftmaxExplorer(CourseWidget):
 def softmax_explorer(scores: Any = None) -> SoftmaxExplorer:
     """Bars of ``softmax(scores / τ)`` with a log-scale slider for τ, and their gradient.
 
-    The heatmap is ∂p_i/∂x_j, the gradient with respect to the raw scores x, which is the
+    The heatmap is ∂p_i/∂s_j, the gradient with respect to the raw scores s, which is the
     softmax Jacobian divided by τ.
     ``scores``: optional 1-D array of 2 to 8 finite numbers (default ``[2, 1, 0.5, 0, -1]``).
     The bars stay on 0..1 and the heatmap's colours on one fixed range (the largest entry

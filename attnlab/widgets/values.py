@@ -251,9 +251,22 @@ class QKVExplorer(CourseWidget):
         P, d_v = self.plane, self.V.shape[1]
         ax.add_patch(Polygon(convex_hull(P), closed=True, fc="0.88", ec="0.4", lw=1, zorder=0))
         ax.scatter(P[:, 0], P[:, 1], s=14, color="black", zorder=2)
-        for (x, y), label in zip(P, self.labels, strict=True):
-            ax.annotate(label, (x, y), xytext=(3, 3), textcoords="offset points", fontsize=7)
         centre = P.mean(axis=0)
+        scale = float(np.ptp(P, axis=0).max() or 1.0)
+        for (x, y), label in zip(P, self.labels, strict=True):
+            # Each label sits on the side away from the mean (×), so none covers it.
+            away = np.array([x, y]) - centre
+            length = float(np.hypot(*away))
+            nudge = away / length if length > 1e-9 * scale else np.array([0.7, 0.7])
+            ax.annotate(
+                label,
+                (x, y),
+                xytext=tuple(6 * nudge),
+                textcoords="offset points",
+                fontsize=7,
+                ha="center",
+                va="center",
+            )
         ax.plot(*centre, marker="x", color="0.3", ms=6, zorder=2)
         (self.path_line,) = ax.plot([], [], color=plots.SECOND, lw=1, alpha=0.6, zorder=3)
         (self.point,) = ax.plot([], [], "o", color=plots.SECOND, ms=7, mec="black", zorder=4)

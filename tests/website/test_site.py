@@ -50,9 +50,7 @@ ERROR_OUTPUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.st
 CLASSIC_MISTAKES = {
     "scale_factor": ("np.sqrt(d_k)", "d_k"),  # 1/d_k: the square root forgotten
     "best_key": ("length * direction", "direction"),  # length 1: the length forgotten
-    "cross_scores": ("K = X_kv @ W_K", "K = X_kv @ W_Q"),  # keys made with W_Q
-    "scaled_scores": ("np.sqrt(d_k)", "d_k"),  # divided by d_k
-    "uniform_score_variance": ("var_entry * var_entry * d_k", "var_entry * d_k"),  # σ² once
+    "uniform_divisor": ("sigma * sigma * np.sqrt(d_k)", "np.sqrt(d_k)"),  # √d_k alone
     "entropy": ("np.log(safe)", "np.log(p + 1.0)"),  # the wrong logarithm
     "softmax": ("x - x.max(axis=-1, keepdims=True)", "x"),  # no shift: overflows
     "attention": ("Q @ K.T / np.sqrt(d_k)", "Q @ K.T"),  # unscaled scores
@@ -113,8 +111,11 @@ class Lesson:
 
 
 def test_every_first_exercise_has_a_classic_mistake():
-    missing = {Lesson(s).exercise for s in LESSONS} - set(CLASSIC_MISTAKES)
+    firsts = {Lesson(s).exercise for s in LESSONS}
+    missing = firsts - set(CLASSIC_MISTAKES)
     assert not missing, f"no classic mistake for {sorted(missing)} in CLASSIC_MISTAKES"
+    unused = set(CLASSIC_MISTAKES) - firsts  # e.g. an exercise since cut or moved
+    assert not unused, f"CLASSIC_MISTAKES names exercises that are no first exercise: {unused}"
 
 
 def test_landing_page_lists_every_lesson_and_the_three_ways(page, site):
