@@ -598,10 +598,10 @@ class RefusesBothCheck(ArrayCheck):
             False,
             f"Your `{name}` gives the right weights for each option on its own, but called "
             "with both a bool attn_mask and is_causal=True it returned weights without "
-            "complaint. PyTorch refuses that call (you saw its RuntimeError in section 2): "
-            "it cannot know whether you meant the causal rule, your mask, or both. What "
-            "should your function do when both are given, and how does a Python function "
-            "refuse its arguments?",
+            "complaint. PyTorch refuses that call (section 2 shows it, where PyTorch is "
+            "installed): it cannot know whether you meant the causal rule, your mask, or both. "
+            "What should your function do when both are given, and how does a Python "
+            "function refuse its arguments?",
             name,
         )
 
