@@ -411,47 +411,41 @@ def _first_block_max(scores, block_size):
     return e / e.sum()
 
 
-def _max_from_zero(scores, block_size):
-    """The running maximum started at 0 instead of -inf: a row far below 0 underflows."""
-    m, l = 0.0, 0.0
-    for block in _blocks(scores, block_size):
+def _running_state(blocks, m=-np.inf):
+    """The (m, l) of the online softmax after ``blocks``, its running maximum started at ``m``."""
+    l = 0.0
+    for block in blocks:
         m_new = max(m, block.max())
         l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()
         m = m_new
+    return m, l
+
+
+def _max_from_zero(scores, block_size):
+    """The running maximum started at 0 instead of -inf: a row far below 0 underflows."""
+    m, l = _running_state(_blocks(scores, block_size), m=0.0)
     return np.exp(scores - m) / l
 
 
 def _last_block_skipped(scores, block_size):
     """Only full blocks: a shorter last block never enters the maximum or the sum."""
-    m, l = -np.inf, 0.0
-    for k in range(0, len(scores) - block_size + 1, block_size):
-        block = scores[k : k + block_size]
-        m_new = max(m, block.max())
-        l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()
-        m = m_new
+    starts = range(0, len(scores) - block_size + 1, block_size)
+    m, l = _running_state(scores[k : k + block_size] for k in starts)
     return np.exp(scores - m) / l
 
 
 def _stops_one_short(scores, block_size):
     """The loop runs over range(0, len(scores) - 1, block_size): a last block of 1 is lost."""
-    m, l = -np.inf, 0.0
-    for k in range(0, len(scores) - 1, block_size):
-        block = scores[k : k + block_size]
-        m_new = max(m, block.max())
-        l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()
-        m = m_new
+    starts = range(0, len(scores) - 1, block_size)
+    m, l = _running_state(scores[k : k + block_size] for k in starts)
     return np.exp(scores - m) / l
 
 
 def _exp_against_last_block(scores, block_size):
     """The running sum is right, but the weights are taken against the last block's maximum."""
-    m, l = -np.inf, 0.0
-    block = scores
-    for block in _blocks(scores, block_size):
-        m_new = max(m, block.max())
-        l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()
-        m = m_new
-    return np.exp(scores - block.max()) / l
+    blocks = _blocks(scores, block_size)
+    _, l = _running_state(blocks)
+    return np.exp(scores - blocks[-1].max()) / l
 
 
 def _block_max_as_running_max(scores, block_size):
