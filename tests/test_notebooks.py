@@ -198,3 +198,26 @@ def test_hidden_tests_are_no_stricter_than_the_checker(nb):
         hidden = source[source.index("BEGIN HIDDEN TESTS") :]
         for name, value in re.findall(r"\b(rtol|atol)=([0-9.]+(?:e-?[0-9]+)?)\b", hidden):
             assert float(value) >= floor[name], f"{name}={value} in: {hidden[:120]}"
+
+
+def _site_tool():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("site_tool", ROOT / "tools" / "site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_figure_gets_alt_text_that_says_something(path):
+    # The book's alt text is the figure's title and the prose just before it (tools/site.py);
+    # a markdown cell that ends a folded <details> note must still give words, not a tag.
+    figure_alt = _site_tool().figure_alt
+    cells = load(path)["cells"]
+    for index, cell in enumerate(cells):
+        outputs = cell.get("outputs", []) if cell["cell_type"] == "code" else []
+        if any("image/png" in output.get("data", {}) for output in outputs):
+            alt = figure_alt(cells, index)
+            assert alt.startswith("Figure") and len(alt.split()) >= 5, (index, alt)
+            assert "<" not in alt, (index, alt)

@@ -251,7 +251,9 @@ def figure_alt(cells: list[dict], index: int) -> str:
     prose = ""
     for cell in reversed(cells[:index]):
         if cell["cell_type"] == "markdown":
-            paragraphs = [p for p in course._source(cell).split("\n\n") if p.strip()]
+            # HTML tags (a folded <details> note) are not prose: keep the words between them.
+            text = re.sub(r"</?[a-zA-Z][^>]*>", "", course._source(cell))
+            paragraphs = [p for p in text.split("\n\n") if p.strip()]
             prose = _plain(paragraphs[-1]) if paragraphs else ""
             break
     parts = [f"Figure: {_plain(titles[0])}." if titles else "Figure."]
