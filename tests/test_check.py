@@ -93,6 +93,25 @@ def jacobian_rows(P):
     return np.stack([np.diag(p) - np.outer(p, p) for p in P])
 
 
+def jacobian_broadcast(P):
+    m = len(P[0])  # one row read alone is not a loop
+    return P[:, :, None] * (np.eye(m) - P[:, None, :])
+
+
+def jacobian_identity_by_hand(P):
+    m = P.shape[1]  # a comprehension over the keys, not the rows, is fine
+    eye = np.array([[1.0 if i == j else 0.0 for j in range(m)] for i in range(m)])
+    return P[:, :, None] * (eye - P[:, None, :])
+
+
+def jacobian_index_rows(P):
+    P = np.asarray(P)
+    J = np.zeros((P.shape[0], P.shape[1], P.shape[1]))
+    for r in range(P.shape[0]):
+        J[r] = np.diag(P[r]) - np.outer(P[r], P[r])
+    return J
+
+
 def masked_loop_rows(x, mask):
     keep = np.broadcast_to(mask, x.shape)
     out = np.zeros(x.shape)
@@ -205,11 +224,10 @@ CORRECT = [
     ("softmax", lambda x: stable_softmax(x.astype(np.float32))),
     ("softmax", lambda x: stable_softmax(x).astype(np.float32)),
     ("softmax", lambda x: stable_softmax(x).tolist()),
-    ("softmax_jacobian", jacobian_loop),
-    ("softmax_jacobian", jacobian_rows),
     ("softmax_jacobian", lambda P: np.eye(P.shape[1]) * P[:, None] - np.einsum("ri,rj->rij", P, P)),
     ("softmax_jacobian", lambda P: P[..., None] * (np.eye(P.shape[-1]) - P[..., None, :])),
-    ("softmax_jacobian", lambda P: jacobian_rows(P).astype(np.float32)),
+    ("softmax_jacobian", lambda P: jacobian_broadcast(P).astype(np.float32)),
+    ("softmax_jacobian", jacobian_identity_by_hand),
     ("masked_softmax", masked_loop_rows),
     ("masked_softmax", masked_divide_where),
     ("masked_softmax", lambda x, mask: masked_divide_where(x, mask).astype(np.float32)),
@@ -440,9 +458,18 @@ def _masked_loop_mask_i(x, mask):
     return out
 
 
+def _masked_shift_at_least_zero(x, mask):
+    kept = np.where(mask, x, -np.inf)
+    m = np.maximum(kept.max(axis=-1, keepdims=True), 0.0)  # a row topped by -998 shifts by 0
+    e = np.exp(kept - m)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)
+
+
 @pytest.mark.parametrize(
     ("answer", "said", "not_said"),
     [
+        (_masked_shift_at_least_zero, "Your shift is not that row's maximum", "largest difference"),
         (_masked_shift_fixed_divisor_not, "Your shift is fine there", "-inf - (-inf)"),
         (_masked_unshifted_empty_row, "-inf - (-inf) is NaN", "Your shift is fine"),
         (_masked_with_ma, "overflow encountered in exp", "every key blocked"),
@@ -502,6 +529,51 @@ def test_overflow_message_teaches_the_fix():
     assert "exp(10000) is inf" in message
     assert "keeps every exponent ≤ 0" in message
     assert "rows near -10000, 0 and +10000" in message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        jacobian_loop,
+        jacobian_rows,
+        jacobian_index_rows,
+        lambda P: np.apply_along_axis(lambda p: np.diag(p) - np.outer(p, p), 1, P),
+        lambda P: np.array(list(map(lambda p: np.diag(p) - np.outer(p, p), P))),
+    ],
+)
+def test_a_right_jacobian_built_row_by_row_is_refused_kindly(answer):
+    result = check("softmax_jacobian", answer)
+    assert not result.passed
+    assert "Right numbers, but with a Python loop over the rows" in result.message
+    assert "np.newaxis" not in result.message and "None]" not in result.message
+
+
+def test_a_jacobian_of_softmax_of_p_is_told_p_is_already_weights():
+    result = check("softmax_jacobian", lambda P: jacobian_rows(course_softmax(P)))
+    assert not result.passed
+    assert "P is already weights" in result.message
+
+
+def test_a_log_softmax_is_asked_what_turns_log_p_into_p():
+    def log_softmax(x):
+        z = x - x.max(axis=-1, keepdims=True)
+        return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+    result = check("softmax", log_softmax)
+    assert not result.passed
+    assert "look like log p" in result.message
+
+
+def test_a_masked_softmax_that_silences_warnings_is_refused():
+    def silenced(x, mask):
+        with np.errstate(all="ignore"):
+            kept = np.where(mask, x, -np.inf)
+            e = np.exp(kept - kept.max(axis=-1, keepdims=True))
+            return np.nan_to_num(e / e.sum(axis=-1, keepdims=True))
+
+    result = check("masked_softmax", silenced)
+    assert not result.passed
+    assert "switches NumPy's warnings off" in result.message
 
 
 def test_unmatched_wrong_softmax_gets_a_property_hint():
@@ -796,6 +868,14 @@ def test_html_shows_pass_and_fail_boxes_and_escapes():
     assert "&lt;script&gt;" in html and "&amp;" in html
     assert "<code>x &lt; y</code>" in html
     assert "<pre" in html and "[[1 2]]" in html
+
+
+def test_html_shows_emphasis_but_leaves_products_and_code_alone():
+    message = "the *last* axis, not 2 * d_k or a*b; `x * y *z*` stays code"
+    html = CheckResult(False, message, "s")._repr_html_()
+    assert "the <em>last</em> axis" in html
+    assert "2 * d_k" in html and "a*b" in html
+    assert "<code>x * y *z*</code>" in html
 
 
 def test_html_of_a_real_failure_escapes_the_learners_error():

@@ -349,6 +349,16 @@ def test_off_by_one_on_a_large_budget_fails_although_within_tolerance():
     assert "more than the" in result.message and "24 GB" in result.message
 
 
+def test_forgetting_to_subtract_d_is_named():
+    result = check(
+        "longest_sequence",
+        lambda memory_bytes, d, bytes_per_number: math.isqrt(
+            memory_bytes // bytes_per_number // 2 + d * d
+        ),
+    )
+    assert not result.passed and "about d tokens too many" in result.message
+
+
 def test_an_unrounded_root_is_told_to_round_down():
     result = check(
         "longest_sequence",
@@ -514,6 +524,7 @@ ONLINE_MISTAKES = [
     (exercise._block_max_as_running_max, "only the current block's maximum"),
     (exercise._stops_one_short, "stops one start too early"),
     (exercise._last_block_skipped, "leaves out the last block"),
+    (exercise._block_own_max, "against the block's own maximum"),
 ]
 
 
@@ -534,7 +545,7 @@ def test_online_softmax_hints_for_unnamed_mistakes():
     message = check("online_softmax", per_block_scaled).message
     assert "Each block of your weights sums to 1" in message
     message = check("online_softmax", lambda s, b: 2 * attnlab.softmax(s)).message
-    assert "sum to 2" in message
+    assert "sum to 2" in message and "proportional to the right ones" in message
     shape = check("online_softmax", lambda s, b: attnlab.softmax(s)[None, :]).message
     assert "one weight per score" in shape
 
@@ -613,6 +624,12 @@ def _merge_swapped(m1, l1, o1, m2, l2, o2):
     return total, m, o
 
 
+def _merge_through_weights(m1, l1, o1, m2, l2, o2):
+    m = max(m1, m2)
+    a, b = np.exp(m1 - m), np.exp(m2 - m)
+    return m, l1 * a + l2 * b, (o1 / l1) * l1 * a + (o2 / l2) * l2 * b  # o / l of an empty part
+
+
 def _merge_unshifted(m1, l1, o1, m2, l2, o2):
     m = max(m1, m2)
     a, b = np.exp(m1) / np.exp(m), np.exp(m2) / np.exp(m)
@@ -632,6 +649,7 @@ def _merge_unshifted(m1, l1, o1, m2, l2, o2):
         (_merge_swapped, "in another order"),
         (_merge_unshifted, "e^1000 overflows"),
         (lambda m1, l1, o1, m2, l2, o2: (max(m1, m2), l1 + l2), "three numbers, (m, l, o)"),
+        (_merge_through_weights, "An empty part has l = 0"),
     ],
 )
 def test_merge_states_mistakes_fail_and_are_named(answer, phrase):
@@ -680,6 +698,91 @@ def test_block_by_block_answers_take_in_one_block_at_a_time(answer):
     assert check("online_softmax", answer).passed
 
 
+def _row_max_then_block_sums(find_max):
+    def answer(scores, block_size):
+        m, total = find_max(scores, block_size), 0.0
+        for start in range(0, len(scores), block_size):
+            total += np.exp(scores[start : start + block_size] - m).sum()  # never rescaled
+        return np.exp(scores - m) / total
+
+    return answer
+
+
+def _blockwise_max(scores, block_size):
+    m = -np.inf
+    for start in range(0, len(scores), block_size):
+        m = max(m, scores[start : start + block_size].max())
+    return m
+
+
+@pytest.mark.parametrize(
+    ("find_max", "phrase"),
+    [
+        (_blockwise_max, "in two passes over the row"),  # every block's max, then the sums
+        (lambda s, b: max(s), "in two passes over the row"),  # Python's max, score by score
+        (lambda s, b: max(s.tolist()), "in two passes over the row"),
+        (lambda s, b: s[np.argmax(s)], "10 scores at once"),
+        (lambda s, b: s[s.argmax()], "10 scores at once"),
+        (lambda s, b: np.sort(s)[-1], "10 scores at once"),
+    ],
+)
+def test_a_maximum_found_before_the_sums_is_a_second_pass(find_max, phrase):
+    answer = _row_max_then_block_sums(find_max)
+    row = exercise.ONE_PASS_ROW
+    assert np.allclose(answer(row, 3), attnlab.softmax(row))
+    result = check("online_softmax", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+def _converted_first(answer):
+    def converted(scores, block_size):
+        return answer(np.asarray(scores), block_size)
+
+    return converted
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _converted_first(_plain_softmax),  # no blocks at all
+        _converted_first(_row_max_then_block_sums(_blockwise_max)),  # two passes
+        _converted_first(solutions.online_softmax),  # one pass, but hidden
+        lambda s, b: solutions.online_softmax(np.array(s, dtype=float), b),
+    ],
+)
+def test_an_answer_that_converts_scores_first_is_asked_to_work_on_them_directly(answer):
+    result = check("online_softmax", answer)
+    assert not result.passed
+    assert "converted it first" in result.message and "work on it directly" in result.message
+
+
+def test_a_copied_or_converted_row_still_has_its_reads_followed():
+    two_pass = _row_max_then_block_sums(_blockwise_max)
+    for convert in (lambda s: s.astype(float), lambda s: s.copy()):
+        assert exercise.two_passes(lambda s, b, c=convert: two_pass(c(s), b))
+        assert not exercise.two_passes(lambda s, b, c=convert: solutions.online_softmax(c(s), b))
+
+
+def test_a_stale_maximum_in_the_final_weights_is_named():
+    def stale(scores, block_size):
+        m, total = -np.inf, 0.0
+        for start in range(0, len(scores), block_size):
+            block = scores[start : start + block_size]
+            m_old, m = m, max(m, block.max())
+            total = total * np.exp(m_old - m) + np.exp(block - m).sum()
+        return np.exp(scores - m_old) / total
+
+    message = check("online_softmax", stale).message
+    assert "the same m, the one after the last block" in message
+    assert "Your running sum l is right" in message
+
+
+@pytest.mark.parametrize("answer", [*ONLINE_CORRECT, _online_with_checks_and_reductions])
+def test_one_pass_answers_are_not_taken_for_two_passes(answer):
+    assert not exercise.two_passes(answer)
+
+
 def test_the_counting_row_behaves_as_a_plain_array():
     row = np.arange(6.0).view(exercise._CountingRow)
     row.widest = [0]
@@ -694,6 +797,15 @@ def test_the_counting_row_behaves_as_a_plain_array():
     assert np.array_equal(out, 2 * np.arange(6.0))
     # An answer that breaks on the counting row keeps its pass: the result was right.
     assert exercise.widest_reduction(lambda s, b: 1 / 0) is None
+    assert not exercise.two_passes(lambda s, b: 1 / 0)
+
+
+def test_the_counting_row_records_the_order_of_its_reads():
+    row = np.arange(6.0).view(exercise._CountingRow)
+    row.widest, row.reads, row.positions = [0], [], np.arange(6)
+    np.exp(row[2:4] - 1.0).sum()
+    row[5:].max()
+    assert row.reads == [("sum", 2, 3), ("max", 5, 5)]
 
 
 def test_exercises_are_registered_for_lesson_07_with_their_solutions():

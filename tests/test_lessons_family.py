@@ -381,6 +381,7 @@ def feedback_texts(exercise):
     [
         ("relative_bias", ("+ n - 1", "+ n − 1", "n - 1]", "[:, None]", "[None, :]")),
         ("alibi_biases", ("[:, None, None]", "(H, 1, 1)", "h + 1", "arange(1, H + 1)")),
+        ("reach", ("> 0", "matrix_power", "@ M", "@ step", "range(L", "astype")),
     ],
 )
 def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_code):
@@ -389,7 +390,7 @@ def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_
             assert code not in text, (exercise, code, text)
 
 
-@pytest.mark.parametrize("exercise", ["relative_bias", "alibi_biases"])
+@pytest.mark.parametrize("exercise", ["relative_bias", "alibi_biases", "reach"])
 def test_each_mistake_message_ends_with_a_question_or_a_pointer(exercise):
     for text in feedback_texts(exercise):
         assert text.rstrip().endswith("?"), text
@@ -459,6 +460,13 @@ def test_rope_decay_figure_starts_at_one_and_decays():
         ("relative_bias", lambda n, table: family.relative_bias(n, table)[::-1], "anti-diagonals"),
         (
             "relative_bias",
+            lambda n, table: np.asarray(table)[
+                np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+            ],
+            "|i − j| from 0",
+        ),
+        (
+            "relative_bias",
             lambda n, table: family.relative_bias(n, table)[:, ::-1],
             "anti-diagonals",
         ),
@@ -512,3 +520,132 @@ def test_reach_explorer_random_pattern_is_the_window_plus_two_random_keys():
     np.testing.assert_array_equal(w.shown["mask"], M)
     # the shortcuts connect every token in far fewer layers than the window alone (16)
     assert w.shown["connected_after"] == family.layers_to_connect(M) < 16
+
+
+# ------------------------------------------------------------------ the reach exercise
+
+
+def reach_loop(M, L):
+    """Reach by following the paths: the set of keys each query has heard from, layer by layer."""
+    n = len(M)
+    heard = [{j for j in range(n) if M[i, j]} for i in range(n)]
+    for _ in range(L - 1):
+        heard = [{j for k in range(n) if M[i, k] for j in heard[k]} for i in range(n)]
+    return np.array([[j in heard[i] for j in range(n)] for i in range(n)])
+
+
+@pytest.mark.parametrize(
+    ("M", "L"),
+    [
+        (family.local_mask(9, 2), 2),
+        (family.random_keys_mask(12, 1, 2, seed=5), 3),
+        (np.tri(6, dtype=bool), 1),
+        (family.block_mask(8, 4), 5),
+        (family.global_mask(10, 1, (0,)), 2),
+    ],
+)
+def test_every_version_of_reach_follows_the_paths(M, L):
+    want = reach_loop(M, L)
+    for version in (family.reach, solutions.reach, ex.reach_reference):
+        np.testing.assert_array_equal(version(M, L), want)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda M, L: np.linalg.matrix_power(M, L),  # bool matrix products stay bool
+        lambda M, L: np.linalg.matrix_power(M.astype(float), L) > 0,
+        reach_loop,
+        lambda M, L: (np.linalg.matrix_power(M.astype(float), L) > 0).astype(int).tolist(),
+        solutions.reach,  # integers, but kept at 0/1 after every product
+    ],
+)
+def test_right_reach_in_any_style_passes(answer):
+    result = check("reach", answer)
+    assert result.passed, result.message
+
+
+def test_reach_as_zeros_and_ones_passes_with_a_note():
+    result = check("reach", lambda M, L: (np.linalg.matrix_power(M.astype(float), L) > 0) * 1)
+    assert result.passed and "0/1 numbers" in result.message
+
+
+def _int_loop(M, L):
+    paths = M.astype(np.int64)
+    for _ in range(L - 1):
+        paths = paths @ M.astype(np.int64)  # counts, never brought back to 0/1
+    return paths > 0
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda M, L: np.linalg.matrix_power(M.astype(np.int64), L) > 0,
+        lambda M, L: np.linalg.matrix_power(M.astype(np.int32), L) > 0,
+        lambda M, L: np.linalg.matrix_power(M.astype(np.uint8), L) > 0,
+        _int_loop,
+    ],
+)
+def test_integer_path_counts_that_overflow_get_the_overflow_hint(answer):
+    result = check("reach", answer)
+    assert not result.passed
+    assert "L = 32 layers" in result.message  # right on the small cases, wrong on the long one
+    assert "wrap around silently" in result.message and "1.2·10^21" in result.message
+    assert result.message.split("\n\n")[0].rstrip().endswith("?")
+
+
+def test_the_long_reach_case_overflows_int64_but_not_the_references():
+    case = ex.reach_cases()[-1]
+    M, L = case.inputs["M"], case.inputs["L"]
+    counts = np.linalg.matrix_power(M.astype(float), L)
+    assert counts.max() > np.iinfo(np.int64).max  # int64 counts wrap around here
+    want = reach_loop(M, L)
+    assert want.all()  # 32 layers of w = 2 just connect 64 tokens
+    for version in (family.reach, solutions.reach, ex.reach_reference):
+        np.testing.assert_array_equal(version(M, L), want)
+
+
+def _layers_loop(start_with_identity=False, extra=0):
+    def answer(M, L):
+        R = np.eye(len(M), dtype=int) if start_with_identity else M.astype(int)
+        for _ in range(L - 1 + extra):
+            R = R @ M.astype(int)
+        return R > 0
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (lambda M, L: np.linalg.matrix_power(M.astype(int), L), "Your result holds counts"),
+        (_layers_loop(start_with_identity=True), "one layer short"),
+        (_layers_loop(extra=1), "one layer too far"),
+        (lambda M, L: np.linalg.matrix_power(M.T.astype(int), L) > 0, "the transpose"),
+        (lambda M, L: M**L, "the mask itself, whatever L is"),
+        (lambda M, L: M * L > 0, "the mask itself, whatever L is"),
+        (lambda M, L: M @ M, "what two layers reach, whatever L is"),
+        # counts of the wrong power: no slip names both, the hint points at the counts
+        (lambda M, L: np.linalg.matrix_power(M.astype(int), L + 1), "numbers up to"),
+        # a right power with the keys after each query dropped: the first pair that differs
+        (
+            lambda M, L: np.linalg.matrix_power(M, L) & np.tri(len(M), dtype=bool),
+            "Your R[0, 1] is False, but key 1 can reach query 0 in 2 layers",
+        ),
+        (lambda M, L: -np.linalg.matrix_power(M.astype(int), L), "only True and False"),
+    ],
+)
+def test_wrong_reach_is_named(answer, phrase):
+    result = check("reach", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+def test_reach_cases_tell_the_transpose_and_the_layer_count_apart():
+    cases = ex.reach_cases()
+    assert any(not np.array_equal(c.inputs["M"], c.inputs["M"].T) for c in cases)
+    assert any(c.inputs["L"] == 1 for c in cases)
+    for case in cases:  # every mask lets a token read itself
+        assert np.diag(case.inputs["M"]).all()
+    for case in cases[:-1]:  # small enough to read; the last is the long overflow case
+        assert len(case.inputs["M"]) <= 8

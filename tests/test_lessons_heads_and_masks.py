@@ -254,6 +254,12 @@ def _one_big_head(X, W_Q, W_K, W_V, W_O, n_heads):
     return _softmax(Q @ K.T / np.sqrt(Q.shape[1])) @ V @ W_O
 
 
+def _mha_causal(X, W_Q, W_K, W_V, W_O, n_heads):
+    Q, K, V = (split_heads(X @ W, n_heads) for W in (W_Q, W_K, W_V))
+    heads = attnlab.attention(Q, K, V, mask=attnlab.causal_mask(X.shape[0]))
+    return merge_heads(heads) @ W_O
+
+
 MHA_MISTAKES = [
     (lambda *a: _mha(*a, project=False), "left out the last step"),
     (_one_big_head, "one attention over all d_model columns"),
@@ -268,6 +274,7 @@ MHA_MISTAKES = [
     (lambda *a: _mha(*a, split="strided"), "every n_heads-th column"),
     (lambda *a: _mha(*a, axis=-2), "runs down the columns"),
     (lambda *a: _mha(*a, transpose_o=True), "W_O transposed"),
+    (_mha_causal, "as with a causal mask"),
 ]
 
 
@@ -353,7 +360,16 @@ def _gqa_mean(Q, K, V):
     return attnlab.attention(Q, K.mean(-3, keepdims=True), V.mean(-3, keepdims=True))
 
 
+def _gqa_group_averages_its_queries(Q, K, V):
+    group = Q.shape[-3] // K.shape[-3]
+    shape = (*Q.shape[:-3], K.shape[-3], group, *Q.shape[-2:])
+    mean = Q.reshape(shape).mean(axis=-3, keepdims=True)
+    Q = np.broadcast_to(mean, shape).reshape(Q.shape)
+    return attnlab.attention(Q, np.repeat(K, group, axis=-3), np.repeat(V, group, axis=-3))
+
+
 GQA_MISTAKES = [
+    (_gqa_group_averages_its_queries, "each query head keeps its own queries"),
     (_gqa_tile, "h mod H_kv"),
     (lambda Q, K, V: attnlab.attention(Q, K[..., :1, :, :], V[..., :1, :, :]), "head 0"),
     (_gqa_mean, "averaged"),
@@ -361,6 +377,28 @@ GQA_MISTAKES = [
     (lambda Q, K, V: gqa_loop(Q, K, V)[..., :-1, :, :], "one output per query head"),
     (_gqa_head_4_reads_head_0, "Query heads 0, 1, 2, 3, 5 are right, but head 4 is not"),
 ]
+
+
+def _gqa_keys_only(Q, K, V):
+    return attnlab.attention(Q, np.repeat(K, Q.shape[-3] // K.shape[-3], axis=-3), V)
+
+
+def _gqa_keys_only_by_hand(Q, K, V):
+    K = np.repeat(K, Q.shape[-3] // K.shape[-3], axis=-3)
+    W = attnlab.softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]))
+    return W @ V
+
+
+@pytest.mark.parametrize("answer", [_gqa_keys_only, _gqa_keys_only_by_hand])
+def test_values_left_with_h_kv_heads_get_their_own_hint(answer):
+    message = check("grouped_query_attention", answer).message
+    assert "your values still have only H_kv heads" in message, message
+    assert "Which of the two does NumPy's error name?" not in message
+
+
+def test_keys_and_values_both_left_alone_keep_the_general_hint():
+    message = check("grouped_query_attention", lambda Q, K, V: attnlab.attention(Q, K, V)).message
+    assert "your values still have only H_kv heads" not in message, message
 
 
 @pytest.mark.parametrize(("answer", "phrase"), GQA_MISTAKES)
@@ -423,6 +461,7 @@ def test_correct_kv_cache_bytes_answers_pass(answer):
     [
         (lambda L, T, H, Hkv, d, b: L * T * Hkv * d * b, "half the right one"),
         (lambda L, T, H, Hkv, d, b: 2 * L * T * H * d * b, "counted the query heads"),
+        (lambda L, T, H, Hkv, d, b: 2 * L * T * H * Hkv * d * b, "both n_heads and n_kv_heads"),
         (lambda L, T, H, Hkv, d, b: 2 * T * Hkv * d * b, "You counted one layer"),
         (lambda L, T, H, Hkv, d, b: 2 * L * T * Hkv * d, "counted numbers, not bytes"),
         (lambda L, T, H, Hkv, d, b: 3 * L * T * Hkv * d * b, "1.5 times the right one"),

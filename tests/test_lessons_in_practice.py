@@ -1,5 +1,6 @@
 """Tests for the lesson on attention in practice (``attnlab.lessons.in_practice``) and its
-exercises' checker: linear attention, the bottom-right causal mask, the weights of SDPA.
+exercises' checker: linear attention and its causal recurrence, the bottom-right causal
+mask, the weights of SDPA.
 
 Lesson: ``notebooks/10_in_practice.ipynb``.
 """
@@ -271,6 +272,7 @@ def test_an_additive_mask_is_told_the_exercise_wants_the_bool_form():
     [
         ("linear_attention", ("sum(axis=0)", "[:, None]", "np.exp(x)", "φ(K)ᵀ 1", "phi(")),
         ("sdpa_weights", ("np.where", "swapaxes", "np.tril", "-np.inf", "raise ", "S + ")),
+        ("causal_linear_attention", ("np.outer", "np.zeros", "S +", "z +", "cumsum")),
     ],
 )
 def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_code):
@@ -279,7 +281,9 @@ def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_
             assert code not in text, (exercise, code, text)
 
 
-@pytest.mark.parametrize("exercise", ["linear_attention", "sdpa_weights"])
+@pytest.mark.parametrize(
+    "exercise", ["linear_attention", "sdpa_weights", "causal_linear_attention"]
+)
 def test_each_mistake_message_ends_with_a_question_or_a_pointer(exercise):
     for text in feedback_texts(exercise):
         assert text.rstrip().endswith("?"), text
@@ -291,6 +295,7 @@ def test_figures_draw():
     curves = in_practice.sharpness(np.ones(3), np.eye(3), [1, 2])
     for fig in (
         in_practice.plot_sharpness([1, 2], curves, 0.5),
+        in_practice.plot_sharpness([1, 2], curves, 0.5, n_keys=3),
         in_practice.plot_linear_cost([8, 16], [1e3, 4e3], [1e2, 2e2]),
     ):
         assert fig.axes
@@ -317,16 +322,15 @@ def test_sdpa_weights_follows_attnlabs_conventions(rng):
         np.testing.assert_allclose(got, weights, atol=1e-12)
         np.testing.assert_allclose(solutions.sdpa_weights(q, k, **options), got, atol=1e-12)
         np.testing.assert_allclose(ex.sdpa_weights_reference(q, k, **options), got, atol=1e-12)
-    for fn in (in_practice.sdpa_weights, solutions.sdpa_weights, ex.sdpa_weights_reference):
-        with pytest.raises(ValueError, match="not both|refused"):
-            fn(q, k, attn_mask=keep, is_causal=True)
+    # The course's own version refuses both options at once, as PyTorch does.
+    with pytest.raises(ValueError, match="not both"):
+        in_practice.sdpa_weights(q, k, attn_mask=keep, is_causal=True)
 
 
 def test_sdpa_weights_passes_the_reference():
     for answer in (solutions.sdpa_weights, ex.sdpa_weights_reference):
         result = check("sdpa_weights", answer)
         assert result.passed, result.message
-        assert "refuses" in result.message
 
 
 def sdpa_loop(q, k, attn_mask=None, is_causal=False, scale=None):
@@ -348,26 +352,28 @@ def sdpa_loop(q, k, attn_mask=None, is_causal=False, scale=None):
     return out
 
 
-def test_another_right_answer_passes_and_its_error_is_quoted():
+def test_another_right_answer_passes():
     result = check("sdpa_weights", sdpa_loop)
     assert result.passed, result.message
-    assert "AssertionError: attn_mask or is_causal, not both" in result.message
 
 
-def test_an_answer_that_accepts_both_options_fails_with_a_question():
-    def accepts(q, k, attn_mask=None, is_causal=False, scale=None):
-        return solutions.sdpa_weights(q, k, None if is_causal else attn_mask, is_causal, scale)
+def test_zeroing_the_weights_after_the_softmax_is_named():
+    def after(q, k, attn_mask=None, is_causal=False, scale=None):
+        S = q @ np.swapaxes(k, -1, -2) * (q.shape[-1] ** -0.5 if scale is None else scale)
+        if is_causal:
+            attn_mask = attnlab.causal_mask(*S.shape[-2:])
+        if attn_mask is not None and attn_mask.dtype == bool:
+            return attnlab.softmax(S) * attn_mask  # rows no longer sum to 1
+        return attnlab.softmax(S if attn_mask is None else S + attn_mask)
 
-    result = check("sdpa_weights", accepts)
+    result = check("sdpa_weights", after)
     assert not result.passed
-    assert "is_causal=True" in result.message and result.message.rstrip().endswith("?")
+    assert "*after* the softmax" in result.message and "less than 1" in result.message
 
 
 @pytest.mark.parametrize("mistake", ex.SDPA_MISTAKES, ids=lambda m: m.message[:30])
 def test_each_sdpa_slip_is_named(mistake):
     def answer(q, k, attn_mask=None, is_causal=False, scale=None):
-        if attn_mask is not None and is_causal:
-            raise ValueError("both")
         return mistake.compute(q, k, attn_mask, is_causal, scale)
 
     result = check("sdpa_weights", answer)
@@ -384,3 +390,78 @@ def test_sdpa_weights_with_k_T_or_a_missing_option_gets_a_specific_hint():
 
     assert "swap only the last two" in check("sdpa_weights", k_t).message
     assert "arrives as None" in check("sdpa_weights", adds_none).message
+
+
+# ------------------------------------------------------ causal_linear_attention
+
+
+def test_causal_linear_attention_references_agree(rng):
+    Q, K, V = rng.normal(size=(7, 3)), rng.normal(size=(7, 3)), rng.normal(size=(7, 2))
+    want = in_practice.causal_linear_attention(Q, K, V)
+    for fn in (solutions.causal_linear_attention, ex.causal_linear_reference):
+        np.testing.assert_allclose(fn(Q, K, V), want, atol=1e-12)
+    assert check("causal_linear_attention", solutions.causal_linear_attention).passed
+
+
+def test_causal_linear_attention_with_prefix_sums_passes():
+    # The running sums as cumulative sums, all tokens at once: another right answer.
+    def prefix(Q, K, V):
+        fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+        S = np.cumsum(fk[:, :, None] * V[:, None, :], axis=0)  # (n, d_k, d_v)
+        z = np.cumsum(fk, axis=0)
+        return np.einsum("nk,nkv->nv", fq, S) / np.einsum("nk,nk->n", fq, z)[:, None]
+
+    assert check("causal_linear_attention", prefix).passed
+
+
+@pytest.mark.parametrize("mistake", ex.CAUSAL_MISTAKES, ids=lambda m: m.message[:30])
+def test_each_recurrence_slip_is_named(mistake):
+    result = check("causal_linear_attention", mistake.compute)
+    assert not result.passed
+    assert result.message.startswith(mistake.message), result.message
+
+
+def test_the_masked_quadratic_order_fails_on_memory():
+    def shortcut(Q, K, V):
+        return in_practice.linear_attention_quadratic(Q, K, V, mask=attnlab.causal_mask(len(Q)))
+
+    result = check("causal_linear_attention", shortcut)
+    assert not result.passed
+    assert "right numbers" in result.message and "(n, n) array" in result.message
+    assert result.message.rstrip().endswith("?")
+
+
+def test_the_recurrence_passes_and_its_memory_is_named():
+    result = check("causal_linear_attention", solutions.causal_linear_attention)
+    assert result.passed, result.message
+    assert "memory stays linear" in result.message
+
+
+def test_reading_before_the_update_with_a_guard_is_named():
+    # The read-before-update slip, with row 0 special-cased so that no NaN shows it.
+    def guarded(Q, K, V):
+        fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+        S, z = np.zeros((fk.shape[1], V.shape[1])), np.zeros(fk.shape[1])
+        out = np.empty((len(Q), V.shape[1]))
+        for i in range(len(Q)):
+            out[i] = fq[i] @ S / (fq[i] @ z) if i else 0.0
+            S, z = S + np.outer(fk[i], V[i]), z + fk[i]
+        return out
+
+    result = check("causal_linear_attention", guarded)
+    assert not result.passed
+    assert "one token behind" in result.message and "special case" in result.message
+
+
+def test_an_outer_product_the_wrong_way_round_gets_the_shape_hint():
+    def transposed(Q, K, V):
+        fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+        S, z, out = np.zeros((V.shape[1], K.shape[1])), np.zeros(K.shape[1]), []
+        for i in range(len(Q)):
+            S, z = S + np.outer(V[i], fk[i]), z + fk[i]
+            out.append(fq[i] @ S / (fq[i] @ z))
+        return np.array(out)
+
+    result = check("causal_linear_attention", transposed)
+    assert not result.passed
+    assert "(d_k, d_v)?" in result.message

@@ -426,6 +426,22 @@ def test_temperature_feedback_spots_an_end_of_a_narrow_bracket(tau):
     assert "one end of your search interval" in message
 
 
+def test_a_correct_search_in_too_narrow_an_interval_is_told_to_widen_it():
+    # One test input needs τ ≈ 0.072, below the interval 0.1 … 10: the search is right.
+    def narrow_bisection(scores, target, low=0.1, high=10.0):
+        for _ in range(60):
+            tau = np.sqrt(low * high)
+            if lesson.entropy(attnlab.softmax(scores / tau)) < target:
+                low = tau
+            else:
+                high = tau
+        return np.sqrt(low * high)
+
+    message = check("temperature_for_entropy", narrow_bisection).message
+    assert "outside your interval, below it" in message and "wrong way" not in message
+    assert "-0.000" not in message
+
+
 def test_temperature_feedback_spots_the_target_returned():
     message = check("temperature_for_entropy", lambda scores, target: target).message
     assert "target entropy itself" in message

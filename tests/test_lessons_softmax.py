@@ -15,14 +15,16 @@ import attnlab
 from attnlab.lessons import softmax as lesson
 
 
-def test_raw_score_gradient_norms_divide_the_jacobian_norm_by_tau():
-    x = np.array([2.0, 1.0, 0.5, 0.0, -1.0])
+def test_the_batched_jacobian_of_a_temperature_sweep_matches_row_by_row():
+    # The notebook's sweep: ‖J‖ of softmax(s / τ) for many τ at once, then ‖J‖ / τ.
+    s = np.array([2.0, 1.0, 0.5, 0.0, -1.0])
     taus = np.array([0.25, 1.0, 4.0])
-    norm_J, norm_grad = lesson.raw_score_gradient_norms(x, taus)
-    for tau, nJ, nG in zip(taus, norm_J, norm_grad, strict=True):
-        J = attnlab.softmax_jacobian(attnlab.softmax(x / tau))
-        assert nJ == pytest.approx(np.linalg.norm(J))
-        assert nG == pytest.approx(np.linalg.norm(J) / tau)
+    norm_J = np.linalg.norm(
+        attnlab.softmax_jacobian(attnlab.softmax(s / taus[:, None])), axis=(1, 2)
+    )
+    for tau, nJ in zip(taus, norm_J, strict=True):
+        p = attnlab.softmax(s / tau)
+        assert nJ == pytest.approx(np.linalg.norm(np.diag(p) - np.outer(p, p)))
 
 
 def test_qk_norm_scores_are_g_cos_theta_and_ignore_lengths():
@@ -48,7 +50,9 @@ def test_largest_weight_bound_is_reached_by_one_g_and_the_rest_minus_g(g, n):
 
 def test_new_figures_draw():
     taus = np.logspace(-1, 1, 11)
-    norm_J, norm_grad = lesson.raw_score_gradient_norms([1.0, 0.0], taus)
+    W = attnlab.softmax(np.array([1.0, 0.0]) / taus[:, None])
+    norm_J = np.linalg.norm(attnlab.softmax_jacobian(W), axis=(1, 2))
+    norm_grad = norm_J / taus
     fig = lesson.temperature_gradient_plot(taus, norm_J, norm_grad, marks=(1.0,))
     assert len(fig.axes) == 1
     plt.close(fig)
@@ -66,43 +70,6 @@ def test_jacobian_pair_labels_its_colour_bar():
     fig = lesson.jacobian_pair([J, J], ["a", "b"])
     assert any("partial p_i" in ax.get_ylabel() for ax in fig.axes)
     plt.close(fig)
-
-
-def test_query_gradient_norms_match_finite_differences_and_stay_level_when_scaled():
-    d_k, n_keys = 8, 5
-    norms = lesson.query_gradient_norms([d_k], n_keys, 1, np.random.default_rng(3))
-    rng = np.random.default_rng(3)  # the same draws, in the same order
-    q, K = rng.normal(size=d_k), rng.normal(size=(n_keys, d_k))
-
-    def weights(v):
-        return attnlab.softmax(K @ v / np.sqrt(d_k))
-
-    h = 1e-6
-    columns = [(weights(q + h * e) - weights(q - h * e)) / (2 * h) for e in np.eye(d_k)]
-    assert norms[0, 0] == pytest.approx(np.linalg.norm(np.stack(columns, axis=1)), rel=1e-5)
-    d_ks = [16, 256, 1024]
-    scaled = np.median(lesson.query_gradient_norms(d_ks, 16, 200, np.random.default_rng(0)), 1)
-    raw = lesson.query_gradient_norms(d_ks, 16, 200, np.random.default_rng(0), scaled=False)
-    assert scaled.max() / scaled.min() < 1.3
-    assert np.median(raw[-1]) < 0.1 * scaled[-1]
-
-
-def test_query_gradient_per_coordinate_is_one_column_of_the_gradient_and_shrinks():
-    d_k, n_keys = 8, 5
-    per_c = lesson.query_gradient_norms(
-        [d_k], n_keys, 1, np.random.default_rng(3), per_coordinate=True
-    )
-    rng = np.random.default_rng(3)  # the same draws, in the same order
-    q, K = rng.normal(size=d_k), rng.normal(size=(n_keys, d_k))
-    p = attnlab.softmax(K @ q / np.sqrt(d_k))
-    grad = attnlab.softmax_jacobian(p) @ K / np.sqrt(d_k)  # ∂p/∂q, (n_keys, d_k)
-    assert per_c[0, 0] == pytest.approx(np.median(np.linalg.norm(grad, axis=0)))
-    d_ks = [16, 256]
-    coord = lesson.query_gradient_norms(
-        d_ks, 16, 200, np.random.default_rng(0), per_coordinate=True
-    )
-    scaled = np.median(coord, axis=1) * np.sqrt(d_ks)
-    assert scaled.max() / scaled.min() < 1.2  # each coordinate's share falls like 1/√d_k
 
 
 def test_qk_norm_bound_plot_names_its_measured_points():

@@ -196,6 +196,21 @@ def test_masked_attention_names_the_slip(answer, phrase):
     assert not result.passed and phrase in result.message
 
 
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (lambda A, j, delta: np.outer(A[j], delta), "row j of A"),
+        (lambda A, j, delta: np.outer(np.full(len(A), A[:, j].sum()), delta), "total weight"),
+        (lambda A, j, delta: np.tile(delta, (len(A), 1)), "the whole change"),
+    ],
+)
+def test_output_change_names_the_slip(answer, phrase):
+    from attnlab import check
+
+    result = check("output_change", answer)
+    assert not result.passed and phrase in result.message
+
+
 @pytest.mark.parametrize("shift", [0.0, 7.5, -100.0])
 def test_scores_for_accepts_any_constant_and_float32(shift):
     from attnlab import check

@@ -57,7 +57,19 @@ def test_a_saved_notebook_shows_the_note_not_the_widget(widget):
     assert "application/vnd.jupyter.widget-view+json" in bundle
 
 
+def visit_every_value(widget):
+    for control in widget.controls.values():
+        start = control.value
+        for value in other_values(control):
+            control.value = value
+        control.value = start
+
+
 def test_every_control_changes_the_picture_and_back_restores_it(widget):
+    # A widget that reveals what the learner has visited (lesson 03's strip) restores its
+    # picture only once those values have been seen: see them all first.
+    if getattr(widget, "remembers_visits", False):
+        visit_every_value(widget)
     for name, control in widget.controls.items():
         start, picture = control.value, bytes(widget.view.image.value)
         changed = 0

@@ -155,3 +155,18 @@ def test_built_in_rows_are_prefixes_of_one_long_row():
     q, K = rng.standard_normal(1024), rng.standard_normal((10, 1024))
     for d_k in (4, 64, 1024):
         np.testing.assert_allclose(example_scores(d_k), K[:, :d_k] @ q[:d_k])
+
+
+def test_the_panel_reveals_a_grey_curve_only_for_each_d_k_visited():
+    # The lesson asks to predict, then move: the first frame must not answer it.
+    w = scaling_strip()
+    assert w.shown["grey_curves"] == (256,) and not w.shown["half_line"]
+    first = w.view.image.value
+    w.controls["d_k"].value = 4
+    assert w.shown["grey_curves"] == (4, 256) and not w.shown["half_line"]
+    assert w.view.image.value != first
+    w.controls["d_k"].value = 1024
+    assert set(w.shown["grey_curves"]) >= {4, 256, 1024} and w.shown["half_line"]
+    # A learner's own row has one curve, and nothing to find: the line is there at once.
+    own = scaling_strip(scores=[3.0, 1.0, -2.0], d_k=64)
+    assert own.shown["grey_curves"] == (64,) and own.shown["half_line"]

@@ -30,7 +30,8 @@ MISTAKES = (
     ),
     # `d_k ** -1/2` and `1 / d_k ** 1/2` give the same number, so one message names both.
     Mistake(
-        "Python read `d_k ** -1/2` as `(d_k ** -1) / 2`, because ** binds tighter than /. "
+        "If you wrote `d_k ** -1/2`: Python read it as `(d_k ** -1) / 2`, because ** binds "
+        "tighter than /. "
         "Where do brackets (or a decimal) go so that the whole −½ is the power? "
         "(`1 / d_k ** 1/2` is read the same way, as `(1 / d_k) / 2`.)",
         lambda d_k: d_k**-1 / 2,
@@ -109,6 +110,13 @@ SHAPE_MISTAKES = (
         "Your number of columns is right, but you used it for the rows too. How many rows "
         "do the weights have, and does multiplying them by V change that?",
         lambda n_q, n_k, d_k, d_v: (d_v, d_v),
+    ),
+    # Built from the tiny example's arrays, e.g. `(len(Q), V.shape[1])`, not from the arguments.
+    Mistake(
+        "Your function returns (3, 4) whatever its arguments are: that is the shape of the "
+        "tiny example's output. Does your function use n_q, n_k, d_k and d_v, or the "
+        "arrays Q and V from the tour?",
+        lambda n_q, n_k, d_k, d_v: (3, 4),
     ),
     Mistake(
         "Your number of rows is right, but you used it for the columns too: the output is "

@@ -532,10 +532,22 @@ def _entropy_hint(got, want, inputs):
         )
     too_sharp = reached < inputs["target"]
     if _at_an_end(got):
-        return (
+        state = (
             f"Your τ = {got:g} looks like one end of your search interval (the right τ is "
             f"{want:{f}}), and with it the row is {'too sharp' if too_sharp else 'too flat'}: "
-            f"entropy {max(reached, 0.0):.3f} nats against the target {inputs['target']:g}. "
+            f"entropy {max(reached, 0.0) + 0.0:.3f} nats against the target "  # no "-0.000"
+            f"{inputs['target']:g}. "
+        )
+        # A τ below 1 is most likely the low end, above 1 the high end. A search that
+        # moves the right way ends at the low end only if even that end is too flat (the
+        # right τ is smaller still), and at the high end only if that end is too sharp.
+        if (got < 1) != too_sharp:
+            return state + (
+                f"So the right τ lies outside your interval, "
+                f"{'below' if got < 1 else 'above'} it: widen the interval, e.g. to "
+                "0.001 … 1000."
+            )
+        return state + (
             "Did your search move the wrong way at every step? When the entropy is below the "
             "target, the row is too sharp: which end of the interval should move, and where to?"
         )

@@ -5,6 +5,9 @@ Lesson: ``notebooks/04_softmax.ipynb``.
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,6 +136,12 @@ def _softmax_sum_hint(got, want, inputs):
     if got.shape != want.shape or got.ndim != 2 or not np.isfinite(got).all():
         return None
     if (got < 0).any():
+        if (got <= 0).all() and np.allclose(np.exp(got).sum(axis=-1), 1.0, atol=1e-4):
+            return (
+                "Your softmax has negative entries, but probabilities are never negative. "
+                "Your rows look like log p, the logarithm of the weights: what turns them "
+                "into p?"
+            )
         return "Your softmax has negative entries, but probabilities are never negative."
     rows = got.sum(axis=-1)
     if np.allclose(rows, 1.0, atol=1e-4):
@@ -232,7 +241,92 @@ JACOBIAN_MISTAKES = (
         "belong?",
         lambda P: P[:, :, None] * (1 - P[:, None, :]),
     ),
+    Mistake(
+        "Your Jacobians have the right form, but for softmax(P), not for P. P is already "
+        "weights, the output of a softmax: which numbers does the formula p_i (δ_ij - p_j) "
+        "need?",
+        lambda P: softmax_jacobian(softmax_rows(P)),
+    ),
 )
+
+
+_ROW_LOOP = (
+    "Right numbers, but with a Python loop over the rows of P. The point of this exercise "
+    "is to build all n Jacobians at once: which views of P, with an axis of length 1 in "
+    "the right place, broadcast to (n, m, m)?"
+)
+
+
+def _loops_over(param: str, tree: ast.AST) -> bool:
+    """Whether a loop or comprehension in ``tree`` runs over the rows of ``param``:
+    ``for p in P``, ``enumerate(P)``, ``range(len(P))`` or ``range(P.shape[0])``."""
+
+    def rows(node: ast.expr) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id == param
+        if isinstance(node, ast.Subscript):  # P.shape[0]
+            return (
+                isinstance(node.value, ast.Attribute)
+                and node.value.attr == "shape"
+                and rows(node.value.value)
+                and isinstance(node.slice, ast.Constant)
+                and node.slice.value == 0
+            )
+        if isinstance(node, ast.Call):  # range(len(P)), enumerate(P), zip(P, ...)
+            return any(rows(arg) for arg in node.args)
+        return False
+
+    loops = (n for n in ast.walk(tree) if isinstance(n, ast.For | ast.comprehension))
+    return any(rows(loop.iter) for loop in loops)
+
+
+def _row_loop_in_source(answer: Any) -> bool:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(answer)))
+        param = next(iter(inspect.signature(answer).parameters))
+    except (OSError, TypeError, SyntaxError, ValueError, StopIteration):
+        return False
+    return _loops_over(param, tree)
+
+
+def _row_loop_when_run(answer: Any, P: np.ndarray, timeout: float | None) -> bool:
+    """Run the answer on a P that notes which of its rows are taken one at a time
+    (iterating, ``P[r]``, ``np.apply_along_axis``, ``np.vectorize``): more than one is a loop."""
+    seen: set[int] = set()
+
+    class Rows(np.ndarray):
+        def __iter__(self) -> Any:
+            if self.ndim == 2:
+                seen.update(range(len(self)))
+            return super().__iter__()
+
+        def __getitem__(self, key: Any) -> Any:
+            first = key[0] if isinstance(key, tuple) and key else key
+            if self.ndim == 2 and isinstance(first, int | np.integer):
+                seen.add(int(first) % len(self))
+            return super().__getitem__(key)
+
+    try:
+        with silenced():
+            run_with_time_limit(lambda: answer(np.copy(P).view(Rows)), timeout)
+    except Exception:
+        return False
+    return len(seen) > 1
+
+
+@dataclass(frozen=True)
+class NoRowLoopCheck(ArrayCheck):
+    """An ArrayCheck that, once the numbers are right, refuses an answer that loops over
+    the rows of P: the exercise is about broadcasting."""
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
+        result = super().__call__(answer, name=name, timeout=timeout)
+        if not result.passed:
+            return result
+        P = softmax_rows(np.random.default_rng(415).normal(size=(4, 3)))
+        if _row_loop_in_source(answer) or _row_loop_when_run(answer, P, timeout):
+            return CheckResult(False, _ROW_LOOP, name)
+        return result
 
 
 def _jacobian_hint(got, want, inputs):
@@ -432,8 +526,9 @@ MASKED_MISTAKES = (
     ),
     Mistake(
         "Your mask is the wrong way round: your blocked keys are the ones marked True. Here "
-        'True means "may attend", as in `attnlab.softmax(x, mask=...)` and PyTorch\'s bool '
-        "masks. Which keys keep their scores?",
+        'True means "may attend", as in `attnlab.softmax(x, mask=...)` and the bool '
+        "`attn_mask` of PyTorch's `scaled_dot_product_attention` (`nn.MultiheadAttention` "
+        "uses the opposite, lesson 10). Which keys keep their scores?",
         lambda x, mask: _masked(x, ~np.asarray(mask, dtype=bool)),
     ),
     Mistake(
@@ -500,6 +595,25 @@ def _masked_nan_hint(got, want, inputs):
     return None
 
 
+def _masked_lost_row_hint(got, want, inputs):
+    """A row that keeps a key came out all zeros: its shift was above its kept maximum."""
+    if got.shape != want.shape or not np.isfinite(got.astype(np.float64)).all():
+        return None
+    x = np.asarray(inputs["x"], dtype=float)
+    keep = np.broadcast_to(np.asarray(inputs["mask"], dtype=bool), want.shape)
+    lost = keep.any(axis=-1) & (got.sum(axis=-1) == 0) & (want.sum(axis=-1) > 0)
+    if not lost.any():
+        return None
+    row = int(np.argmax(lost))
+    top = float(np.where(keep, x, -np.inf)[row].max())
+    return (
+        f"Row {row} keeps a key, yet it came out all zeros: its kept scores are all very "
+        f"negative (the largest is {top:.4g}), and every exp(score - shift) underflowed to 0. "
+        "Your shift is not that row's maximum over its kept keys. A negative maximum is fine: "
+        "which rows really need a shift other than their kept maximum?"
+    )
+
+
 def _masked_multiply_hint(got, want, inputs):
     """NaN on rows that keep a key: most often the mask was multiplied in."""
     if got.shape != want.shape or np.isfinite(got.astype(np.float64)).all():
@@ -542,6 +656,8 @@ class NoWarningCheck(ArrayCheck):
                 )
             except Exception:  # already passed: any other trouble is not this check's
                 continue
+        if _silences_warnings(answer):
+            return CheckResult(False, _SILENCED, name)
         return result
 
     def _nan_step(self, answer: Any, timeout: float | None) -> str | None:
@@ -558,6 +674,28 @@ class NoWarningCheck(ArrayCheck):
             except Exception:
                 return None
         return None
+
+
+_SILENCED = (
+    "Right weights, but your function switches NumPy's warnings off (`np.errstate` or "
+    "`np.seterr`). What they would report is a -inf - (-inf) or a 0 / 0 on a row with no "
+    "key left. For such a row, which shift and which divisor keep every step an ordinary "
+    "number, so that there is nothing to silence?"
+)
+
+
+def _silences_warnings(answer: Any) -> bool:
+    """Whether the answer's own source calls ``np.errstate`` or ``np.seterr``."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(answer)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    names = {"errstate", "seterr"}
+    return any(
+        (isinstance(n, ast.Attribute) and n.attr in names)
+        or (isinstance(n, ast.Name) and n.id in names)
+        for n in ast.walk(tree)
+    )
 
 
 def _raising(answer: Any, case: Case, timeout: float | None, **errors: str) -> Any:
@@ -596,7 +734,7 @@ register(
     LESSON,
     solutions.softmax_jacobian,
     "softmax_jacobian(P) -> (n, m, m), the Jacobian of each softmax row of P (n, m)",
-    ArrayCheck(
+    NoRowLoopCheck(
         jacobian_cases,
         reference=softmax_jacobian,
         shape_rule="one (m, m) Jacobian for each of the n rows of P, (n, m, m)",
@@ -620,7 +758,7 @@ register(
         reference=_masked_reference,
         shape_rule="the same shape as x, one weight per score",
         mistakes=MASKED_MISTAKES,
-        hints=(_masked_nan_hint, _masked_sum_hint, _masked_multiply_hint),
+        hints=(_masked_nan_hint, _masked_sum_hint, _masked_lost_row_hint, _masked_multiply_hint),
         error_hints=(
             (
                 lambda error, inputs: "IndexError" in error and np.ndim(inputs["mask"]) == 1,

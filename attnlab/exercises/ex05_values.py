@@ -91,7 +91,7 @@ def _dot_on_batches(message: str, inputs: dict[str, Any]) -> bool:
 _DOT_ON_BATCHES = (
     "One shape in that error has more axes than Q: the scores of `np.dot`, which on arrays "
     "with more than two axes is not a batched product: it pairs every sequence with every "
-    "other. Which product in Section 8 acts on the last two axes only, batch by batch?"
+    "other. Which product in Section 7 acts on the last two axes only, batch by batch?"
 )
 
 
@@ -113,7 +113,7 @@ def _keepdims(axes: str) -> str:
 
 
 _LEADING_AXES = (
-    "Your code seems to assume two leading axes, a batch and a head, as Section 8's loops "
+    "Your code seems to assume two leading axes, a batch and a head, as Section 7's loops "
     "do: on a 2-D Q, `Q[b, h]` is a single number. It must work with none, one or two "
     "leading axes. Which operations act on the last two axes whatever comes in front?"
 )
@@ -165,7 +165,7 @@ def attention_cases() -> list[Case]:
 def masked_attention_cases() -> list[Case]:
     # Every row of every mask allows some keys and blocks some, so an ignored or
     # inverted mask always changes the result. The last two cases carry batch and head
-    # axes in front, as Section 8 does, with one (n_q, n_k) mask shared by all of them;
+    # axes in front, as Section 7 does, with one (n_q, n_k) mask shared by all of them;
     # there `K.T` reverses every axis, where only the last two must swap.
     cases = _attention_cases(515, with_mask=True)
     rng = np.random.default_rng(525)
@@ -555,6 +555,12 @@ OUTPUT_CHANGE_MISTAKES = (
         f"query's worth of attention in total. {_LINEAR}?",
         lambda A, j, delta: np.outer(A[:, j] / A[:, j].sum(), delta),
     ),
+    Mistake(
+        "Every query got the same change: the total weight on token j, Σ_i A_ij, times δ. "
+        "That total is shared out among the queries, and each query passes on only its own "
+        f"share of v_j. {_LINEAR}?",
+        lambda A, j, delta: np.tile(A[:, j].sum() * delta, (A.shape[0], 1)),
+    ),
 )
 
 register(
@@ -584,8 +590,8 @@ def scores_for_cases() -> list[Case]:
     # each input (a slip whose weights come out negative gives NaN scores, named too).
     return [
         Case(
-            "V (3×2), a triangle: Section 1's v1, v2, v3; z = [2.2, 2]",
-            {"V": np.array([[3.0, 0.5], [2.5, 2.5], [0.5, 3.0]]), "z": np.array([2.2, 2.0])},
+            "V (3×2), a triangle: Section 1's v1, v2, v3; z = [1.8, 2]",
+            {"V": np.array([[3.0, -0.5], [2.5, 2.5], [0.5, 3.0]]), "z": np.array([1.8, 2.0])},
         ),
         Case(
             "V (3×2), a triangle around 0; z = [0.5, 0.5]",

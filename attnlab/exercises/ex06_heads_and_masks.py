@@ -134,6 +134,12 @@ def _softmax_each_column(S):
     return np.stack([softmax_columns(s) for s in S])
 
 
+def _softmax_causal(S):
+    """Each head's weights with a causal mask, as if by habit: key j > query i blocked."""
+    n_q, n_k = S.shape[-2:]
+    return softmax_rows(np.where(np.tril(np.ones((n_q, n_k), dtype=bool)), S, -np.inf))
+
+
 def mha_cases() -> list[Case]:
     rng = np.random.default_rng(606)
     shapes = [
@@ -279,6 +285,12 @@ MHA_MISTAKES = (
         _wrong(weights=_softmax_each_column),
     ),
     Mistake(
+        "Each of your queries reads only itself and the tokens before it, as with a causal "
+        "mask. Does this exercise's formula have a mask, and which keys may every query "
+        "read here?",
+        _wrong(weights=_softmax_causal),
+    ),
+    Mistake(
         "You multiplied by W_O transposed. Every W in this course multiplies from the "
         "right, as in X W_Q: which way round does W_O go?",
         _wrong(project=lambda heads, W_O: heads @ W_O.T),
@@ -324,6 +336,10 @@ def _gqa_wrong(*, arrange="repeat", divisor=None, weights=softmax_rows):
     def compute(Q, K, V):
         H, H_kv = Q.shape[-3], K.shape[-3]
         group = H // H_kv
+        if arrange == "shared_queries":  # the queries of each group averaged, like K and V
+            *lead, _, n_q, d_k = Q.shape
+            mean = Q.reshape(*lead, H_kv, group, n_q, d_k).mean(axis=-3, keepdims=True)
+            Q = np.broadcast_to(mean, (*lead, H_kv, group, n_q, d_k)).reshape(Q.shape)
         if arrange == "tile":  # copies of all heads one after another: 0, 1, 0, 1, …
             K, V = (np.concatenate([A] * group, axis=-3) for A in (K, V))
         elif arrange == "first":  # every query head reads head 0
@@ -376,6 +392,13 @@ GQA_MISTAKES = (
         "heads. Every query head keeps its own output, even though it shares its keys and "
         "values: how many heads should the result have?",
         _gqa_wrong(arrange="mean_queries"),
+    ),
+    Mistake(
+        "The query heads of each group all give the same output, as if they shared one "
+        "query: the average of the group's queries. Only the keys and values are shared; "
+        "each query head keeps its own queries. Which queries should query head h score "
+        "against its group's keys?",
+        _gqa_wrong(arrange="shared_queries"),
     ),
     Mistake(
         "Your scores are not scaled. Each query head still compares d_k-long vectors, so "
@@ -554,6 +577,14 @@ KV_MISTAKES = (
         ),
     ),
     Mistake(
+        "You multiplied by both n_heads and n_kv_heads. Several query heads read each "
+        "cached key/value head, but it is stored only once: which of the two counts the "
+        "heads whose keys and values are stored?",
+        lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
+            2 * n_layers * n_tokens * n_heads * n_kv_heads * d_head * bytes_per_number
+        ),
+    ),
+    Mistake(
         "You cached the queries too. A query is used once, by its own token, at its own "
         "step: does a later token ever need it?",
         lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
@@ -725,6 +756,33 @@ _GQA_DOT_T = (
     ),
 )
 
+
+def _values_not_lined_up(message: str, inputs: dict[str, Any]) -> bool:
+    """The keys were lined up with the query heads but the values were not: `attention`
+    names Q and K with the same leading axes and V with others, or the answer stopped on
+    a product ``… @ V`` that does not broadcast."""
+    shapes = re.search(r"Q \(([^)]*)\), K \(([^)]*)\), V \(([^)]*)\)", message)
+    if shapes is not None:
+        q, k, v = (tuple(part.split(",")[:-2]) for part in shapes.groups())
+        return q == k != v
+    line = re.search(r"at `([^`]*)`", message)
+    return (
+        "broadcast" in message
+        and line is not None
+        and re.search(r"@\s*V\b", line.group(1)) is not None
+    )
+
+
+_GQA_ERRORS = (
+    *_GQA_DOT_T,
+    (
+        _values_not_lined_up,
+        "Your keys reach every query head, but your values still have only H_kv heads. The "
+        "weights of query head h must meet the values of the same key/value head its keys "
+        "came from: what do V's heads need that you gave K's?",
+    ),
+)
+
 register(
     LESSON,
     solutions.multi_head_attention,
@@ -755,7 +813,7 @@ register(
         shape_rule="one output per query head, (..., H, n_q, d_v), like Q with d_v columns",
         mistakes=GQA_MISTAKES,
         hints=(_heads_hint, _none_right_hint),
-        error_hints=_GQA_DOT_T,
+        error_hints=_GQA_ERRORS,
         shape_hint=(
             "Two things must line up: Q's last axis with K's (d_k, for the scores), and the "
             "head axes, −3. NumPy stretches an axis only when it has length 1, so with "

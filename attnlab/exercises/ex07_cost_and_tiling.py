@@ -11,8 +11,10 @@ row computed block by block with a running maximum and a running sum, as tiled
 attention does. The checker tests rows whose maximum arrives early, in the middle or late,
 with scores too large for a plain exp, ragged last blocks, block_size 1 and a single block,
 and names the classic slips of the running statistics. A right result is then run once more
-on a row that counts the scores each maximum or sum takes in at once: a plain softmax of the
-whole row (more than block_size at once) fails.
+on a row that counts the scores each maximum or sum takes in at once, and the order in which
+the blocks are read: a plain softmax of the whole row (more than block_size at once) fails,
+and so does a two-pass one that finds every block's maximum (or the row's, with Python's
+max) before it sums a block.
 
 Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
 """
@@ -27,7 +29,7 @@ import numpy as np
 from ..softmax import softmax
 from . import solutions
 from .arrays import EXP_LIMIT, ArrayCheck, Case, Mistake, overflow_hint, softmax_rows
-from .calling import run_with_time_limit
+from .calling import COURSE_SPY, run_with_time_limit
 from .messages import CheckResult, TooSlow
 from .registry import register
 
@@ -78,7 +80,7 @@ def longest_cases() -> list[Case]:
             {"memory_bytes": 24 * 2**30, "d": 128, "bytes_per_number": 2},
         ),
         Case(
-            "10¹⁵ bytes, d = 128, float16: tens of millions of tokens",
+            "10¹⁵ bytes, d = 128, float16: about 16 million tokens",
             {"memory_bytes": 10**15, "d": 128, "bytes_per_number": 2},
         ),
     ]
@@ -110,6 +112,14 @@ LONGEST_MISTAKES = (
         "needs more memory than there is.",
         lambda memory_bytes, d, bytes_per_number: max(
             math.ceil(math.sqrt(memory_bytes / bytes_per_number / 2 + d * d) - d), 0
+        ),
+    ),
+    Mistake(
+        "Your n is about d tokens too many, at every budget. Completing the square gives "
+        "(n + d)² ≤ (numbers that fit) / 2 + d², so its square root is n + d, not n: what "
+        "is left to do to get n itself?",
+        lambda memory_bytes, d, bytes_per_number: math.isqrt(
+            memory_bytes // bytes_per_number // 2 + d * d
         ),
     ),
     Mistake(
@@ -174,7 +184,7 @@ def _budget_hint(got, want, inputs):
 
 
 SLOW_SEARCH = (
-    "This budget is not tiny: n runs to tens of thousands at 24 GiB and tens of millions at "
+    "This budget is not tiny: n runs to tens of thousands at 24 GiB and about 16 million at "
     "10¹⁵ bytes, so counting n up one at a time takes that many steps. Can you get there in "
     "a few dozen instead: double n "
     "until it no longer fits, then halve the gap between the last n that fits and the "
@@ -347,6 +357,13 @@ _merge_overflow_hint = overflow_hint(
 )
 
 
+_EMPTY_PART = (
+    "An empty part has l = 0 (and o = 0), so dividing by l1 or l2 fails on it. The merge "
+    "never needs to divide by l: l and o are sums, and two sums merge with their rescale "
+    "factors alone. Where does your code divide, and what does it compute without it?"
+)
+
+
 def _merge_hint(got, want, inputs):
     if got.shape != (3,) or not np.isfinite(got.astype(np.float64)).all():
         return None
@@ -404,6 +421,17 @@ def _stale_exponentials(scores, block_size):
     return np.concatenate(parts) / l
 
 
+def _block_own_max(scores, block_size):
+    """The old sum is rescaled to m_new, but the new block's terms are taken against the
+    block's own maximum."""
+    m, l = -np.inf, 0.0
+    for block in _blocks(scores, block_size):
+        m_new = max(m, block.max())
+        l = l * np.exp(m - m_new) + np.exp(block - block.max()).sum()
+        m = m_new
+    return np.exp(scores - m) / l
+
+
 def _first_block_max(scores, block_size):
     """The maximum of the first block, never updated: later, larger scores overflow exp."""
     m = _blocks(scores, block_size)[0].max()
@@ -456,6 +484,16 @@ def _block_max_as_running_max(scores, block_size):
         l = l * np.exp(m - m_new) + np.exp(block - m_new).sum()
         m = m_new
     return np.exp(scores - m) / l
+
+
+def _stale_final_max(scores, block_size):
+    """The running sum is right, but the final weights use the maximum from before the last
+    block's update: every weight is too large by the same factor."""
+    m_old, m, l = -np.inf, -np.inf, 0.0
+    for block in _blocks(scores, block_size):
+        m_old, m = m, max(m, block.max())
+        l = l * np.exp(m_old - m) + np.exp(block - m).sum()
+    return np.exp(scores - m_old) / l
 
 
 def _online_without_max(scores, block_size):
@@ -535,6 +573,15 @@ ONLINE_MISTAKES = (
         _stale_exponentials,
     ),
     Mistake(
+        "You rescaled the old sum l to the new maximum, but took the new block's own terms "
+        "against the block's own maximum, exp(s − max of the block). When that block's "
+        "maximum is below the running m, its terms come out too large. They must be sums "
+        "against m_new like the rest of l: by which factor, as in Exercise 2's "
+        "merge_states, does a part's sum taken against its own maximum m_B become one "
+        "against m_new?",
+        _block_own_max,
+    ),
+    Mistake(
         "You kept the maximum of the first block and never updated it, so a later, larger "
         "score overflows exp (exp(800) = inf, and inf / inf is NaN). What must happen to the "
         "maximum each time a block comes in? " + _RUNNING,
@@ -546,6 +593,13 @@ ONLINE_MISTAKES = (
         "an earlier block, that exp overflows. Against which maximum was every term of l "
         "taken?",
         _exp_against_last_block,
+    ),
+    Mistake(
+        "Your running sum l is right, but your weights are all too large by the same "
+        "factor, so they sum to more than 1: the final exp(s − m) uses a maximum from "
+        "before the last block raised it, while your l was rescaled to the new one. Do the "
+        "final exp(s − m) and your l use the same m, the one after the last block?",
+        _stale_final_max,
     ),
     Mistake(
         "Your running maximum is only the current block's maximum, so it goes down after a "
@@ -637,6 +691,13 @@ def _sum_hint(got, want, inputs):
     if (got < 0).any():
         return "Some of your weights are negative, but exp never is."
     total = got.sum()
+    ratio = got / want.astype(np.float64)
+    if abs(total - 1.0) > 1e-4 and np.isfinite(ratio).all() and np.allclose(ratio, ratio[0]):
+        return (
+            f"Your weights sum to {total:.4g}, not 1, but they are proportional to the right "
+            "ones: every weight is off by the same factor. Do the final exp(s − m) and your "
+            "l use the same m, the one after the last block?"
+        )
     if abs(total - 1.0) > 1e-4:
         return (
             f"Your weights sum to {total:.4g}, not 1. If the maximum changes between blocks, "
@@ -646,42 +707,145 @@ def _sum_hint(got, want, inputs):
 
 
 # The result alone cannot tell an online softmax from a plain one, which takes the maximum and
-# the sum of the whole row at once. So an answer that passes is run once more on a row that
-# notes how many scores one maximum or sum takes in at a time: more than block_size means the
-# answer needed the whole row before it started.
+# the sum of the whole row at once, or from a two-pass one, which finds every block's maximum
+# before it sums any. So an answer that passes is run once more on a row that notes how many
+# scores one maximum or sum takes in at a time (more than block_size means the answer needed
+# the whole row before it started), and in which order it read the blocks: a sum over a block
+# after a later block's maximum (or scores) was read is a second pass over the row.
 
-_ROW_REDUCTIONS = (np.maximum, np.fmax, np.add, np.logaddexp)
+_ROW_MAXIMA = (np.maximum, np.fmax, np.minimum, np.fmin)
+_ROW_SUMS = (np.add, np.logaddexp)
+# NumPy functions that look at every score they are given, as a maximum does.
+_ROW_LOOKS = {
+    np.argmax,
+    np.argmin,
+    np.sort,
+    np.argsort,
+    np.partition,
+    np.argpartition,
+    np.nanargmax,
+    np.nanargmin,
+    np.ptp,
+}
 
 
 class _CountingRow(np.ndarray):
     """An array of scores that notes the most entries a max or sum reduced at once.
 
     Every array computed from it (slices, ``s - m``, ``np.exp(...)``) shares the same
-    record, ``widest[0]``. Everything else behaves as a plain float array.
+    records: ``widest[0]``, and ``reads``, the order of its maxima ("max", also argmax, sort
+    and reading scores one by one) and sums ("sum"), each with the first and last position
+    in the row it took in. ``positions`` holds each entry's position in the original row
+    (None once that is lost). Everything else behaves as a plain float array.
     """
 
     widest: list[int]
+    reads: list[tuple[str, int, int]]
+    positions: np.ndarray | None
 
     def __array_finalize__(self, obj: Any) -> None:
         self.widest = getattr(obj, "widest", [0])
+        self.reads = getattr(obj, "reads", [])
+        self.positions = None
+
+    def _note(self, kind: str, count: int, positions: Any) -> None:
+        self.widest[0] = max(self.widest[0], count)
+        if positions is not None and np.size(positions):
+            self.reads.append((kind, int(np.min(positions)), int(np.max(positions))))
+
+    def __getitem__(self, key):
+        result = super().__getitem__(key)
+        here = self.positions
+        if here is None or self.ndim != 1:
+            return result
+        try:
+            picked = here[key]
+        except (IndexError, TypeError, ValueError):
+            return result
+        if isinstance(result, _CountingRow):
+            result.positions = picked if np.shape(picked) == result.shape else None
+        else:  # one score read on its own, as a loop or Python's max does
+            self._note("max", 1, picked)
+        return result
+
+    def __iter__(self):
+        if self.ndim != 1:
+            yield from super().__iter__()
+            return
+        for k in range(self.shape[0]):
+            yield self[k]
+
+    def tolist(self):
+        if self.ndim == 1:
+            self._note("max", 0, self.positions)
+        return super().tolist()
+
+    def astype(self, *args, **kwargs):
+        return self._same_positions(super().astype(*args, **kwargs))
+
+    def copy(self, *args, **kwargs):
+        return self._same_positions(super().copy(*args, **kwargs))
+
+    def _same_positions(self, result):
+        # A converted or copied row is still the learner's row: keep following its reads.
+        if isinstance(result, _CountingRow) and result.shape == self.shape:
+            result.positions = self.positions
+        return result
+
+    def argmax(self, *args, **kwargs):
+        self._note("max", self.size, self.positions)
+        return np.asarray(self).argmax(*args, **kwargs)
+
+    def argmin(self, *args, **kwargs):
+        self._note("max", self.size, self.positions)
+        return np.asarray(self).argmin(*args, **kwargs)
+
+    def sort(self, *args, **kwargs):
+        self._note("max", self.size, self.positions)
+        np.asarray(self).sort(*args, **kwargs)
+
+    def argsort(self, *args, **kwargs):
+        self._note("max", self.size, self.positions)
+        return np.asarray(self).argsort(*args, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in _ROW_LOOKS and args and isinstance(args[0], _CountingRow):
+            args[0]._note("max", args[0].size, args[0].positions)
+            plain = (np.asarray(args[0]), *args[1:])
+            return func(*plain, **kwargs)
+        return super().__array_function__(func, types, args, kwargs)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         plain = [np.asarray(x) if isinstance(x, _CountingRow) else x for x in inputs]
-        if method == "reduce" and ufunc in _ROW_REDUCTIONS and plain[0].ndim:
+        if method == "reduce" and ufunc in (*_ROW_MAXIMA, *_ROW_SUMS) and plain[0].ndim:
             axis = kwargs.get("axis", 0)
             axes = range(plain[0].ndim) if axis is None else np.atleast_1d(axis)
             count = math.prod(plain[0].shape[int(a)] for a in axes)
-            self.widest[0] = max(self.widest[0], count)
+            first = inputs[0] if isinstance(inputs[0], _CountingRow) else self
+            kind = "max" if ufunc in _ROW_MAXIMA else "sum"
+            self._note(kind, count, first.positions if first.ndim == 1 else None)
         if "out" in kwargs:
             kwargs["out"] = tuple(
                 np.asarray(o) if isinstance(o, _CountingRow) else o for o in kwargs["out"]
             )
         result = getattr(ufunc, method)(*plain, **kwargs)
+        # An elementwise result keeps the positions of the input it has the shape of.
+        source = next(
+            (
+                x.positions
+                for x in inputs
+                if isinstance(x, _CountingRow)
+                and x.positions is not None
+                and method == "__call__"
+                and x.shape == np.shape(result)
+            ),
+            None,
+        )
 
         def counted(r):
             if type(r) is np.ndarray:
                 r = r.view(_CountingRow)
-                r.widest = self.widest
+                r.widest, r.reads, r.positions = self.widest, self.reads, source
             return r
 
         return tuple(counted(r) for r in result) if isinstance(result, tuple) else counted(result)
@@ -691,14 +855,11 @@ ONE_PASS_ROW = np.array([0.5, -1.2, 0.3, 2.0, 1.1, 1.5, 3.4, -0.7, 0.9, 2.6])
 ONE_PASS_BLOCK = 3
 
 
-def widest_reduction(answer, scores=ONE_PASS_ROW, block_size=ONE_PASS_BLOCK, timeout=None):
-    """The most scores one maximum or sum of ``answer(scores, block_size)`` took in at once.
-
-    None if the answer fails on the counting row (it then passed on plain arrays, so the
-    result stands).
-    """
+def _run_on_counting_row(answer, scores, block_size, timeout) -> _CountingRow | None:
+    """The counting row after ``answer(row, block_size)``; None if the answer fails on it
+    (it then passed on plain arrays, so the result stands)."""
     row = np.array(scores, dtype=np.float64).view(_CountingRow)
-    row.widest = [0]
+    row.widest, row.reads, row.positions = [0], [], np.arange(row.size)
 
     def run():
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -709,32 +870,96 @@ def widest_reduction(answer, scores=ONE_PASS_ROW, block_size=ONE_PASS_BLOCK, tim
         run_with_time_limit(run, timeout)
     except (Exception, SystemExit):  # the counting row is the checker's business, not theirs
         return None
-    return row.widest[0]
+    return row
+
+
+def widest_reduction(answer, scores=ONE_PASS_ROW, block_size=ONE_PASS_BLOCK, timeout=None):
+    """The most scores one maximum or sum of ``answer(scores, block_size)`` took in at once.
+
+    None if the answer fails on the counting row (it then passed on plain arrays, so the
+    result stands).
+    """
+    row = _run_on_counting_row(answer, scores, block_size, timeout)
+    return None if row is None else row.widest[0]
+
+
+def _never_read(row: _CountingRow) -> bool:
+    """Whether the answer took no maximum or sum of the row it was given, and read none of
+    its scores: it converted the row first (``np.asarray``, ``np.array``), so the order of
+    its reads is hidden."""
+    return not row.reads and row.widest[0] == 0
+
+
+def _read_twice(row: _CountingRow, block_size: int) -> bool:
+    furthest = -1  # the last block whose scores were read so far
+    for kind, _first, last in row.reads:
+        if kind == "sum" and furthest > last // block_size:
+            return True
+        furthest = max(furthest, last // block_size)
+    return False
+
+
+def two_passes(answer, scores=ONE_PASS_ROW, block_size=ONE_PASS_BLOCK, timeout=None) -> bool:
+    """Whether ``answer`` summed a block after it had read a later block's scores.
+
+    One pass reads block 1's maximum, sums block 1, then reads block 2, and so on. An
+    answer that first finds the maximum of every block (or of the row, with Python's max,
+    argmax or a sort), then sums block by block, makes two passes over the row.
+    """
+    row = _run_on_counting_row(answer, scores, block_size, timeout)
+    return row is not None and _read_twice(row, block_size)
 
 
 @dataclass(frozen=True)
 class OnePassCheck(ArrayCheck):
     """An ArrayCheck that, once the result is right, also checks that no maximum or sum took
-    in more than one block of scores at once."""
+    in more than one block of scores at once, and that no block was summed after a later
+    block had been read."""
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         result = super().__call__(answer, name=name, timeout=timeout)
-        if not result.passed:
+        spy = COURSE_SPY.get()
+        if not result.passed or (spy is not None and spy.used):
+            return result  # an answer that runs the course's own softmax is told so by check
+        row = _run_on_counting_row(answer, ONE_PASS_ROW, ONE_PASS_BLOCK, timeout)
+        if row is None:
             return result
-        widest = widest_reduction(answer, timeout=timeout)
-        if widest is None or widest <= ONE_PASS_BLOCK:
-            return result
-        n = ONE_PASS_ROW.size
-        return CheckResult(
-            False,
-            f"Your `{name}` gives the right weights, but not block by block: on {n} scores in "
-            f"blocks of {ONE_PASS_BLOCK}, one of its maxima or sums took in {widest} scores "
-            f"at once. That needs the whole row before it starts, which is what the online "
-            f"softmax avoids. Which running quantities can you update from one block at a "
-            f"time, so that only the final weights, exp(s − m) / l, touch the whole row? "
-            f"(A final check such as weights.sum() takes in the whole row too.)",
-            name,
-        )
+        widest, n = row.widest[0], ONE_PASS_ROW.size
+        if _never_read(row):
+            return CheckResult(
+                False,
+                f"Your `{name}` gives the right weights, but the checker cannot see how it "
+                f"reads the row: it never took a maximum or a sum of `scores` itself, probably "
+                f"because it converted it first (`np.asarray(scores)` or `np.array(scores)`), "
+                f"and the converted copy hides the order in which you read the blocks. "
+                f"`scores` is already a float array: work on it directly, without the "
+                f"conversion, and run both cells again.",
+                name,
+            )
+        if widest > ONE_PASS_BLOCK:
+            return CheckResult(
+                False,
+                f"Your `{name}` gives the right weights, but not block by block: on {n} scores "
+                f"in blocks of {ONE_PASS_BLOCK}, one of its maxima or sums took in {widest} "
+                f"scores at once. That needs the whole row before it starts, which is what the "
+                f"online softmax avoids. Which running quantities can you update from one "
+                f"block at a time, so that only the final weights, exp(s − m) / l, touch the "
+                f"whole row? (A final check such as weights.sum() takes in the whole row too.)",
+                name,
+            )
+        if _read_twice(row, ONE_PASS_BLOCK):
+            return CheckResult(
+                False,
+                f"Your `{name}` gives the right weights, but in two passes over the row: on "
+                f"{n} scores in blocks of {ONE_PASS_BLOCK}, it read the scores of later blocks "
+                f"(their maximum) before it summed an earlier one. A first pass that finds "
+                f"the maximum of the whole row needs every score before the sum can start, "
+                f"which is what the online softmax avoids: it reads each block once, and "
+                f"folds its maximum and its sum into m and l before the next block. When a "
+                f"later block raises m, what must happen to the l you have summed so far?",
+                name,
+            )
+        return result
 
 
 register(
@@ -762,6 +987,7 @@ register(
         shape_rule="three numbers, (m, l, o): the merged maximum, sum and output sum",
         mistakes=MERGE_MISTAKES,
         hints=(_merge_overflow_hint, _merge_hint),
+        error_hints=((lambda message, inputs: "ZeroDivisionError" in message, _EMPTY_PART),),
     ),
 )
 register(

@@ -75,7 +75,7 @@ BACKWARD_MISTAKES = (
         lambda p, g: p * g,
     ),
     Mistake(
-        "Your sign is flipped: you computed p ⊙ (Σ_j g_j p_j − g). Raising x_i raises p_i, so "
+        "Your sign is flipped: you computed p ⊙ (Σ_j g_j p_j − g). Raising s_i raises p_i, so "
         f"the diagonal of the Jacobian is positive. {_FORMULA}",
         lambda p, g: p * (_dot(p, g) - g),
     ),
@@ -92,13 +92,14 @@ BACKWARD_MISTAKES = (
     ),
     Mistake(
         "You used the Jacobian of the first row for every row. Each row of p is its own "
-        "softmax with its own Jacobian diag(p_r) − p_r p_rᵀ; better still, skip the matrix: "
+        "softmax with its own Jacobian diag(p_r) − p_r p_rᵀ; better still, skip the matrix. "
         f"{_FORMULA}",
         _one_row_jacobian,
     ),
     Mistake(
-        "You treated the whole array as one softmax (one big Jacobian over all entries), so "
-        f"rows leak into each other. Each row is a softmax of its own: {_FORMULA}",
+        "You treated the whole array as one softmax (e.g. a `.sum()` with no axis, or one "
+        "big Jacobian over all entries), so rows leak into each other. Each row is a "
+        f"softmax of its own. {_FORMULA}",
         _one_softmax_over_everything,
     ),
     Mistake(
@@ -199,6 +200,13 @@ GRAD_Q_MISTAKES = (
         "multiplies the gradient on its way back to Q as well: the divisor enters the "
         f"backward pass twice, through P and as this factor. {_CHAIN}",
         lambda Q, K, V, G, scale: softmax_backward(_weights(Q, K, scale), G @ V.T) @ K,
+    ),
+    Mistake(
+        "You left `scale` out everywhere: your weights come from softmax(Q Kᵀ) and no factor "
+        "comes back at the end. The forward pass uses S = scale · Q Kᵀ, so the backward "
+        "pass needs P from those scaled scores, and the factor again on the way back to Q. "
+        f"{_CHAIN}",
+        lambda Q, K, V, G, scale: softmax_backward(_weights(Q, K, 1.0), G @ V.T) @ K,
     ),
     Mistake(
         "You divided by `scale` instead of multiplying: S = scale · Q Kᵀ, so ∂S/∂Q carries "

@@ -1,6 +1,7 @@
-"""Exercises ``relative_bias`` (a learned bias per distance, read from a table) and
+"""Exercises ``relative_bias`` (a learned bias per distance, read from a table),
 ``alibi_biases`` (ALiBi's distance penalty for H heads at once, one slope per head,
-by broadcasting).
+by broadcasting) and ``reach`` (which tokens a sparse mask connects after L layers: a
+boolean matrix power).
 
 The feedback names the mistake and asks the question that leads to the fix; it does
 not write the answer's index formula or slope formula in code.
@@ -17,6 +18,7 @@ import numpy as np
 
 from . import solutions
 from .arrays import ArrayCheck, Case, Mistake, matches
+from .messages import Fail
 from .registry import register
 
 LESSON = "notebooks/09_attention_family.ipynb"
@@ -107,6 +109,12 @@ RELATIVE_MISTAKES = (
         "place *before* the query (j = i − 1) gets b_1. Work out B[1, 0] by hand: which "
         "distance is it, and which table entry does your code read for it?",
         lambda n, table: _table_at(n, table, lambda i, j: j - i + n - 1),
+    ),
+    Mistake(
+        "You indexed the table with |i − j| from 0: on the diagonal you read `table[0]`, "
+        "which is b_-(n-1), not b_0, and the keys before and after the query at the same "
+        "distance share one bias. " + _WHERE_B0,
+        lambda n, table: _table_at(n, table, lambda i, j: np.abs(i - j)),
     ),
     Mistake(
         "You used the distance without its sign, |i − j|: keys before and after the "
@@ -426,6 +434,244 @@ register(
             "(H,) array of slopes lines the heads up with the keys' axis, and an (H, 1) "
             "array with the queries' axis. Which shape must the slopes have so that their "
             "axis becomes the first axis of an (H, n, n) result?"
+        ),
+    ),
+)
+
+
+# ------------------------------------------------------------------------- reach
+
+
+def reach_reference(M, L):
+    """(M^L)_ij > 0, the mask kept 0/1 after every product so that no count can grow."""
+    step = np.asarray(M, dtype=bool).astype(np.int64)
+    reached = step > 0
+    for _ in range(L - 1):
+        reached = (reached.astype(np.int64) @ step) > 0
+    return reached
+
+
+def _window(n, w, causal=False):
+    """Query i may read key j when |i − j| ≤ w, or, causal, when 0 ≤ i − j ≤ w."""
+    i = np.arange(n)
+    d = i[:, None] - i[None, :]
+    return (d >= 0) & (d <= w) if causal else np.abs(d) <= w
+
+
+def reach_cases() -> list[Case]:
+    # The symmetric window first: there a transposed answer is still right, and every other
+    # slip differs. The causal masks next catch the transpose; L = 1 catches a product that
+    # starts from the identity; blocks never fill up, whatever L is. The last case is the
+    # lesson's own 64-token window at L = 32, where the path counts (up to about 10^21)
+    # overflow int64: an integer matrix power wraps around silently there, and only there.
+    random_keys = _window(8, 1)
+    random_keys[np.arange(8), np.random.default_rng(909).integers(0, 8, size=8)] = True
+    blocks = np.kron(np.eye(2, dtype=bool), np.ones((3, 3), dtype=bool))
+    return [
+        Case(
+            "n = 5 tokens, a window of w = 1 on each side, L = 2 layers",
+            {"M": _window(5, 1), "L": 2},
+        ),
+        Case(
+            "n = 6 tokens, a causal window (each token reads itself and the token before it), "
+            "L = 3 layers",
+            {"M": _window(6, 1, causal=True), "L": 3},
+        ),
+        Case("n = 4 tokens, the causal mask, L = 1 layer", {"M": np.tri(4, dtype=bool), "L": 1}),
+        Case("n = 6 tokens, two blocks of 3, L = 4 layers", {"M": blocks, "L": 4}),
+        Case(
+            "n = 8 tokens, a window of w = 1 plus one random key per query, L = 2 layers",
+            {"M": random_keys, "L": 2},
+        ),
+        Case(
+            "n = 64 tokens, a window of w = 2 on each side, L = 32 layers",
+            {"M": _window(64, 2), "L": 32},
+        ),
+    ]
+
+
+def _power(M, L, transpose=False):
+    """M^L as numbers (floats, so no count overflows): what a product of 0/1 masks gives."""
+    step = np.asarray(M, dtype=float)
+    return np.linalg.matrix_power(step.T if transpose else step, L)
+
+
+def _reached(M, L, transpose=False):
+    """Where M^L > 0: what a slip in the number of layers, or in the mask's orientation,
+    gives. Past 2^31 paths the slip's result depends on the learner's number type (int32
+    and int64 counts wrap around, floats do not), so on such an input it explains nothing
+    either way: raising leaves the input out when the slip is tested."""
+    counts = _power(M, L, transpose)
+    if counts.max() >= 2**31:
+        raise OverflowError("counts past int32: the slip's result depends on the dtype")
+    return counts > 0
+
+
+def _as_checked(counts):
+    """Counts as ``_as_reach`` hands them on: 0/1 become True/False, larger counts stay."""
+    return counts.astype(bool) if counts.max() <= 1 else counts
+
+
+_ZERO_ONE_NOTE = (
+    "Note: your reach holds 0/1 numbers rather than True/False. That passes, but True/False "
+    "says what it means: reached or not, like the mask you started from."
+)
+
+
+def _as_reach(got: np.ndarray, notes: list[str]) -> np.ndarray:
+    """Accept bool; 0/1 numbers (with a note); leave whole counts ≥ 0 for the mistakes."""
+    if got.dtype == np.bool_:
+        return got
+    values = np.unique(got)
+    if got.dtype.kind in "iuf" and np.isin(values, (0, 1)).all():
+        if _ZERO_ONE_NOTE not in notes:
+            notes.append(_ZERO_ONE_NOTE)
+        return got.astype(bool)
+    if (
+        got.dtype.kind in "iuf"
+        and np.isfinite(values).all()
+        and (values >= 0).all()
+        and (values == np.round(values)).all()
+    ):
+        return got
+    shown = np.array2string(values[:6], precision=3)
+    raise Fail(
+        f"Your reach should hold only True and False (or 0 and 1), but it holds "
+        f"{shown}{' ...' if values.size > 6 else ''}. A product of 0/1 matrices holds whole "
+        f"numbers of 0 or more: which step of yours brings in the others?"
+    )
+
+
+_ONLY_WHETHER = (
+    "The question is only whether at least one path exists. Which comparison turns each "
+    "count into True or False?"
+)
+
+
+def _counts_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """Whole numbers above 1 that no named slip explains: still counts of paths."""
+    if got.dtype == np.bool_ or got.shape != want.shape or got.max() <= 1:
+        return None
+    return (
+        f"Your result holds numbers up to {got.max():.0f}, where the answer holds only True "
+        "and False: a product of 0/1 matrices counts paths. Check first that the counts "
+        "come from the right number of layers; then, the question is only whether at "
+        "least one path exists. Which comparison turns each count into True or False?"
+    )
+
+
+# A count of paths this large or more can have wrapped around in some integer type (int8
+# wraps at 2^7); an answer wrong only at such pairs is a count that overflowed.
+_OVERFLOW_FROM = 2**7
+
+
+def _powers_of_ten(x: float) -> str:
+    """E.g. 9.2·10^18: a large count, readable at a glance."""
+    exponent = int(np.floor(np.log10(x)))
+    return f"{x / 10.0**exponent:.1f}·10^{exponent}"
+
+
+def _overflow_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """Wrong only where the number of paths is large: an integer count wrapped around."""
+    if got.dtype != np.bool_ or got.shape != want.shape:
+        return None
+    wrong = got != want
+    counts = _power(inputs["M"], inputs["L"])  # floats: exact enough, and they never wrap
+    if not wrong.any() or counts[wrong].min() < _OVERFLOW_FROM:
+        return None
+    return (
+        f"Your result is wrong at {wrong.sum()} of the {got.size} pairs, and at each of "
+        f"them the number of paths is large: on this input the counts reach about "
+        f"{_powers_of_ten(counts.max())}, more than a 64-bit integer holds (at most about "
+        f"{_powers_of_ten(float(np.iinfo(np.int64).max))}; smaller integer types hold "
+        "less). NumPy's integers wrap around silently when they overflow, with no warning, "
+        "to a negative number or 0, and those pairs then come out False. Only *whether* a "
+        "path exists matters, not how many there are: how can you keep the numbers at 0 "
+        "and 1 after each product?"
+    )
+
+
+def _pair_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """True/False that no named slip explains: point at the first pair that differs."""
+    if got.dtype != np.bool_ or got.shape != want.shape:
+        return None
+    i, j = (int(x) for x in np.argwhere(got != want)[0])
+    L = inputs["L"]
+    layers = f"{L} layer{'s' * (L != 1)}"
+    if want[i, j]:
+        return (
+            f"Your R[{i}, {j}] is False, but key {j} can reach query {i} in {layers}. "
+            f"Follow one path by hand, one allowed pair per layer, starting at key {j}: "
+            f"which tokens can it pass through, and does your code count that path?"
+        )
+    return (
+        f"Your R[{i}, {j}] is True, but no path of {layers} leads from key {j} to query "
+        f"{i}: in one layer, query i hears only from the keys j with M[i, j] True. Which "
+        f"tokens has query {i} heard from after one layer, and after two?"
+    )
+
+
+REACH_MISTAKES = (
+    Mistake(
+        "Your result holds counts, not True/False: a product of 0/1 matrices adds up, for "
+        "each (query, key) pair, the number of paths of L allowed pairs between them. "
+        + _ONLY_WHETHER,
+        lambda M, L: _as_checked(_power(M, L)),
+    ),
+    Mistake(
+        "Your result is one layer short: it is what L − 1 layers reach. After one layer "
+        "(L = 1) a query has heard from exactly the keys the mask allows, so the reach is "
+        "the mask itself. For L = 1, how many copies of M does your product multiply "
+        "together, and how many should it?",
+        lambda M, L: _reached(M, L - 1),
+    ),
+    Mistake(
+        "Your result reaches one layer too far: it is what L + 1 layers reach. After one "
+        "layer (L = 1) the reach is the mask itself. Count the products your code makes "
+        "for L = 1: how many copies of M does it multiply together?",
+        lambda M, L: _reached(M, L + 1),
+    ),
+    Mistake(
+        "Your result is the transpose of the right one. R[i, j] says whether key j's "
+        "information can have reached query i, and in one layer it moves the way the mask "
+        "lets query i read key j. On a symmetric mask, such as a window on both sides, the "
+        "transpose changes nothing; on this causal one it does. Which of M[i, j] and "
+        "M[j, i] says that query i reads key j, and which way round does your product "
+        "use the mask?",
+        lambda M, L: _reached(M, L, transpose=True),
+    ),
+    Mistake(
+        "Your result is the mask itself, whatever L is. An entrywise operation, such as "
+        "`**` or `*`, works on each entry on its own and keeps 0/1 as 0/1: no path through "
+        "other tokens is ever followed. Information reaches query i from key j in two "
+        "layers through some token k in between: which product adds up M[i, k] · M[k, j] "
+        "over k?",
+        lambda M, L: np.asarray(M, dtype=bool).copy(),
+    ),
+    Mistake(
+        "Your result is what two layers reach, whatever L is: one product of the mask "
+        "with itself. Each further layer adds one more step to the paths. Where does your "
+        "code use L?",
+        lambda M, L: _reached(M, 2),
+    ),
+)
+
+
+register(
+    LESSON,
+    solutions.reach,
+    "reach(M, L) -> R with R[i, j] True when key j can have reached query i after L "
+    "layers of the mask M: (M^L)[i, j] > 0, bool, shape (n, n)",
+    ArrayCheck(
+        reach_cases,
+        reference=reach_reference,
+        shape_rule="one True or False per (query, key) pair, like the mask: (n, n)",
+        mistakes=REACH_MISTAKES,
+        hints=(_counts_hint, _overflow_hint, _pair_hint),
+        prepare=_as_reach,
+        shape_hint=(
+            "A matrix product of two (n, n) arrays is (n, n). Does every step of your "
+            "code keep that shape?"
         ),
     ),
 )

@@ -1,8 +1,9 @@
 """Exercises ``linear_attention`` (elu(x) + 1 features, multiplied in the order that
-never forms an n × n matrix), ``causal_lower_right`` (the causal mask of the last n_q of
-n_k tokens) and ``sdpa_weights`` (the weights F.scaled_dot_product_attention uses, with
-its bool and float masks, top-left ``is_causal`` and ``scale``; it must refuse a mask
-together with ``is_causal=True``, as PyTorch does).
+never forms an n × n matrix), ``causal_linear_attention`` (its causal form as a loop over
+the tokens with a fixed-size state S, z, checked against the masked quadratic order),
+``causal_lower_right`` (the causal mask of the last n_q of n_k tokens) and
+``sdpa_weights`` (the weights F.scaled_dot_product_attention uses, with its bool and float
+masks, top-left ``is_causal`` and ``scale``).
 
 The feedback names the mistake and asks the question that leads to the fix; it does
 not write the answer's normaliser, offset, mask or factor in code.
@@ -16,7 +17,9 @@ Memory is not work: a loop over the queries, each scored against every key, stay
 linear memory while doing n_q × n_k work. Timing cannot tell the two apart reliably on
 a busy machine (the linear order's time from n to 4n grows by 4 to 8 at these sizes,
 such a loop's by about 10), so the PASS certifies the memory only and asks the learner
-about the work.
+about the work. ``causal_linear_attention`` gets the same memory stage on 2000 tokens, so
+that the masked quadratic order (an (n, n) matrix, and an (n, n) mask) cannot pass for the
+recurrence.
 
 Lesson: ``notebooks/10_in_practice.ipynb``.
 """
@@ -32,8 +35,17 @@ from ..masks import causal_lower_right, causal_mask
 from ..memory import measured_peak
 from ..softmax import softmax
 from . import solutions
-from .arrays import ArrayCheck, Case, Mistake, bool_mask, readable, softmax_along, softmax_rows
-from .calling import TimeLimitExceeded, call_answer, run_with_time_limit, silenced
+from .arrays import (
+    ArrayCheck,
+    Case,
+    Mistake,
+    bool_mask,
+    matches,
+    readable,
+    softmax_along,
+    softmax_rows,
+)
+from .calling import call_answer, silenced
 from .messages import CheckResult, Fail
 from .registry import register
 
@@ -290,6 +302,169 @@ register(
 )
 
 
+# -------------------------------------------------------- causal_linear_attention
+
+
+def causal_linear_reference(Q, K, V):
+    """Causal linear attention in the quadratic order: the weights φ(q_i)·φ(k_j) for
+    j ≤ i, each row normalised, times V. The recurrence must give the same numbers."""
+    Q, K, V = (np.asarray(x, dtype=float) for x in (Q, K, V))
+    A = np.where(causal_mask(len(Q)), elu_feature(Q) @ elu_feature(K).T, 0.0)
+    return (A / A.sum(axis=1, keepdims=True)) @ V
+
+
+def causal_cases() -> list[Case]:
+    rng = np.random.default_rng(909)
+    shapes = [
+        ("4 tokens, d_k = 3, d_v = 2", 4, 3, 2),
+        ("5 tokens, d_k = d_v = 2", 5, 2, 2),
+        ("a single token, d_k = d_v = 3", 1, 3, 3),
+        ("6 tokens, d_k = 4, d_v = 3", 6, 4, 3),
+    ]
+    return [
+        Case(
+            label,
+            {"Q": readable(rng, n, d_k), "K": readable(rng, n, d_k), "V": readable(rng, n, d_v)},
+        )
+        for label, n, d_k, d_v in shapes
+    ]
+
+
+def _recurrence(*, read_first=False, normalise=True, reset=False):
+    """The loop over the tokens with one slip: reading the state before adding token i,
+    no normaliser, or a state that starts afresh at every token."""
+
+    def compute(Q, K, V):
+        fq, fk = elu_feature(Q), elu_feature(K)
+        S, z = np.zeros((fk.shape[1], V.shape[1])), np.zeros(fk.shape[1])
+        out = np.empty((len(fq), V.shape[1]))
+        for i in range(len(fq)):
+            if reset:
+                S, z = np.zeros_like(S), np.zeros_like(z)
+            if read_first:
+                out[i] = fq[i] @ S / (fq[i] @ z)
+            S, z = S + np.outer(fk[i], V[i]), z + fk[i]
+            if not read_first:
+                out[i] = fq[i] @ S / (fq[i] @ z) if normalise else fq[i] @ S
+        return out
+
+    return compute
+
+
+CAUSAL_MISTAKES = (
+    Mistake(
+        "Your first row is NaN (0/0) and each later row is one token behind: you read "
+        "o_i from the state before token i was added to it, so query i never sees its own "
+        "key. In the lesson's recurrence, which comes first for token i: updating S and z, "
+        "or reading o_i from them?",
+        _recurrence(read_first=True),
+    ),
+    Mistake(
+        "Your rows are weighted *sums* of the values, not averages: the weights "
+        "φ(q_i)·φ(k_j) don't add up to 1. The lesson's o_i divides φ(q_i)ᵀ S_i by a second "
+        "running sum: which one, and what does φ(q_i) read from it?",
+        _recurrence(normalise=False),
+    ),
+    Mistake(
+        "Each of your rows is that token's own value v_i: your state holds only the current "
+        "token, as if S and z started afresh at every step. They must carry every key and "
+        "value so far: where do you create them, before the loop or inside it?",
+        _recurrence(reset=True),
+    ),
+    Mistake(
+        "Your rows are those of non-causal linear attention: query i also sees the keys "
+        "after it. In a decoder, o_i may read only what the tokens up to i put in: does "
+        "your query read the running sums at step i, or sums over all the tokens?",
+        linear_attention_reference,
+    ),
+)
+
+
+def _read_before_update(got, want, inputs):
+    # Reading o_i before token i is added, with a guard for token 0 (0, or v_0, or
+    # anything), so that no NaN gives it away: from token 1 on, the rows are the slip's.
+    if got.shape != want.shape or len(got) < 2:
+        return None
+    early = _recurrence(read_first=True)(*(np.asarray(v, dtype=float) for v in inputs.values()))
+    if not matches(got[1:], early[1:]) or matches(got[1:], want[1:]):
+        return None
+    return (
+        "From token 1 on, each of your rows is one token behind: row i reads S and z "
+        "before token i was added to them, so query i never sees its own key (and row 0, "
+        "with an empty state, needed a special case). In the lesson's recurrence, which "
+        "comes first for token i: updating S and z, or reading o_i from them?"
+    )
+
+
+@dataclass(frozen=True)
+class CausalMemoryCheck(ArrayCheck):
+    """An ArrayCheck, then one long input on which the answer's peak memory must stay far
+    below one (n, n) array: the quadratic order under a causal mask needs one, the
+    recurrence (or its prefix sums) only a few (n, d) arrays and the fixed-size state."""
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
+        result = super().__call__(answer, name=name, timeout=timeout)
+        if not result.passed:
+            return result
+        rng = np.random.default_rng(9090)
+        inputs = {k: rng.normal(size=(LARGE_N, LARGE_D)) for k in ("Q", "K", "V")}
+        try:
+            with silenced():
+                value, peak = measured_peak(
+                    lambda: call_answer(answer, inputs, name=name, timeout=timeout)
+                )
+        except Fail as fail:
+            return CheckResult(False, fail.message, name)
+        matrix = LARGE_N * LARGE_N * 8
+        if peak > MEMORY_LIMIT:
+            return CheckResult(
+                False,
+                f"Your `{name}` gives the right numbers, but on {LARGE_N} tokens "
+                f"(d = {LARGE_D}) it needed {peak / 2**20:.0f} MiB at its peak, where one "
+                f"{LARGE_N} × {LARGE_N} matrix is {matrix / 2**20:.0f} MiB: somewhere it "
+                f"forms an (n, n) array, such as the masked weights of the quadratic order "
+                f"or the causal mask itself. The point of the recurrence is that it never "
+                f"needs one: what does your loop carry from one token to the next, and "
+                f"which shape has it?",
+                name,
+            )
+        want = causal_linear_reference(*inputs.values())
+        if not np.allclose(np.asarray(value, dtype=float), want, rtol=1e-4, atol=1e-6):
+            return CheckResult(
+                False,
+                f"Your `{name}` is right on the small inputs but not on {LARGE_N} tokens; "
+                f"does it use a fixed size somewhere?",
+                name,
+            )
+        return CheckResult(
+            True,
+            result.message
+            + f"\n\nAnd its memory stays linear: on {LARGE_N} tokens its peak was under "
+            f"{MEMORY_LIMIT / 2**20:.0f} MiB, where one {LARGE_N} × {LARGE_N} matrix is "
+            f"{matrix / 2**20:.0f} MiB.",
+            name,
+        )
+
+
+register(
+    LESSON,
+    solutions.causal_linear_attention,
+    "causal_linear_attention(Q, K, V) -> (n, d_v): S_i = S_{i-1} + φ(k_i) v_iᵀ, "
+    "z_i = z_{i-1} + φ(k_i), o_i = φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i, in a loop over the tokens",
+    CausalMemoryCheck(
+        causal_cases,
+        reference=causal_linear_reference,
+        shape_rule="one output row per token, d_v columns like V: (n, d_v)",
+        mistakes=CAUSAL_MISTAKES,
+        hints=(_read_before_update,),
+        shape_hint=(
+            "S is a (d_k, d_v) matrix and z has d_k numbers; φ(q_i) and φ(k_i) have d_k, "
+            "v_i has d_v. Which product of φ(k_i) and v_i has the shape (d_k, d_v)?"
+        ),
+    ),
+)
+
+
 # ------------------------------------------------------------- causal_lower_right
 
 
@@ -397,7 +572,7 @@ register(
         mistakes=LOWER_RIGHT_MISTAKES,
         hints=(_first_wrong_row,),
         prepare=bool_mask(
-            "A mask is clearest as bool: a comparison such as `j <= i` gives one.",
+            "a comparison such as `j <= i` gives one directly.",
             label="causal mask",
             other_forms=_additive_form,
         ),
@@ -419,8 +594,6 @@ def sdpa_weights_reference(q, k, attn_mask=None, is_causal=False, scale=None):
     The same as ``attnlab.lessons.in_practice.sdpa_weights``, kept here because the
     checker must import without matplotlib, which the lesson module loads.
     """
-    if attn_mask is not None and is_causal:
-        raise ValueError("attn_mask and is_causal=True together are refused, as in PyTorch")
     q, k = np.asarray(q, dtype=float), np.asarray(k, dtype=float)
     scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
     S = q @ np.swapaxes(k, -1, -2) * scale
@@ -497,6 +670,13 @@ SDPA_MISTAKES = (
         _slip(on_bool=lambda S, m: S + m),
     ),
     Mistake(
+        "Your weights ignore the values of the float mask: it seems to be read as True/False "
+        "(every nonzero bias counts as True) or left out. A float `attn_mask` is *added* to "
+        "the scaled scores, as ALiBi adds −m·|i − j|. How does your function tell a float "
+        "mask from a bool one, and what does it do with each?",
+        _slip(on_float=lambda S, m: np.where(m != 0, S, -np.inf)),
+    ),
+    Mistake(
         "You multiplied the scores by the float mask. A float `attn_mask` is *added* to the "
         "scaled scores, as ALiBi adds −m·|i − j|: a bias of 0 leaves a score as it is, and "
         "−∞ hides the key. With your product, what does a bias of 0 do to a score?",
@@ -522,6 +702,14 @@ SDPA_MISTAKES = (
         "Your scores are d_k times too large: you multiplied them by √d_k where PyTorch "
         "divides. " + _DEFAULT_SCALE,
         _slip(factor=lambda d_k, scale: np.sqrt(d_k) if scale is None else scale),
+    ),
+    Mistake(
+        "Your default factor is 1/√n_k, from the number of keys. The scores are dot "
+        "products of d_k numbers each, and it is their spread, which grows with d_k, that "
+        "the factor undoes. Which axis of q and k has d_k entries?",
+        lambda q, k, attn_mask, is_causal, scale: _slip()(
+            q, k, attn_mask, is_causal, 1 / np.sqrt(k.shape[-2]) if scale is None else scale
+        ),
     ),
     Mistake(
         "Your scores are not scaled when `scale` is None. " + _DEFAULT_SCALE,
@@ -554,69 +742,40 @@ SDPA_MISTAKES = (
 )
 
 
+def _zeroed_after_softmax(got, want, inputs: dict[str, Any]) -> str | None:
+    # The hidden keys get weight 0, but after the softmax: their weight is lost, not
+    # shared out, so the rows sum to less than 1. A hint, not a Mistake, so that it is
+    # named whichever way the answer treats the other options.
+    mask = causal_mask(*want.shape[-2:]) if inputs["is_causal"] else inputs["attn_mask"]
+    if mask is None or np.asarray(mask).dtype != np.bool_ or got.shape != want.shape:
+        return None
+    hidden = ~np.broadcast_to(mask, got.shape)
+    sums = got.astype(np.float64).sum(axis=-1)
+    if not np.isfinite(sums).all() or sums.min() > 1 - 1e-6 or np.abs(got[hidden]).max() > 1e-12:
+        return None
+    return (
+        f"Your hidden keys get weight 0, but some of your rows add up to less than 1 (the "
+        f"smallest to {sums.min():.2f}): did you zero the weights *after* the softmax? The "
+        "weight a hidden key had is then lost instead of shared out among the keys left. "
+        "At which step must a hidden key drop out for each row to still sum to 1?"
+    )
+
+
 def _none_used(message: str, inputs: dict[str, Any]) -> bool:
     return "NoneType" in message
-
-
-@dataclass(frozen=True)
-class RefusesBothCheck(ArrayCheck):
-    """An ArrayCheck, then one call with both a bool mask and ``is_causal=True``, which
-    the answer must refuse by raising, as PyTorch does."""
-
-    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
-        result = super().__call__(answer, name=name, timeout=timeout)
-        if not result.passed:
-            return result
-        rng = np.random.default_rng(1112)
-        args = (readable(rng, 3, 4), readable(rng, 5, 4), causal_lower_right(3, 5), True, None)
-        try:
-            with silenced(), np.errstate(all="ignore"):
-                run_with_time_limit(lambda: answer(*args), timeout)
-        except TimeLimitExceeded as stop:
-            return CheckResult(
-                False,
-                f"Your `{name}` took longer than {stop.seconds:g} s on a call with both a "
-                "mask and is_causal=True and was stopped. Is there an endless loop?",
-                name,
-            )
-        except Exception as exc:
-            said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            note = (
-                ""
-                if str(exc)
-                else " Its error has no message: a short one naming the two options would "
-                "tell whoever calls it what to change."
-            )
-            return CheckResult(
-                True,
-                result.message + "\n\nAnd it refuses a call with both a mask and "
-                f"is_causal=True, as PyTorch does (PyTorch raises a RuntimeError); yours "
-                f"raised {said}.{note}",
-                name,
-            )
-        return CheckResult(
-            False,
-            f"Your `{name}` gives the right weights for each option on its own, but called "
-            "with both a bool attn_mask and is_causal=True it returned weights without "
-            "complaint. PyTorch refuses that call (section 2 shows it, where PyTorch is "
-            "installed): it cannot know whether you meant the causal rule, your mask, or both. "
-            "What should your function do when both are given, and how does a Python "
-            "function refuse its arguments?",
-            name,
-        )
 
 
 register(
     LESSON,
     solutions.sdpa_weights,
     "sdpa_weights(q, k, attn_mask=None, is_causal=False, scale=None) -> the weights "
-    "softmax(q kᵀ · scale + mask) of F.scaled_dot_product_attention, (…, n_q, n_k); "
-    "raises when given both attn_mask and is_causal=True",
-    RefusesBothCheck(
+    "softmax(q kᵀ · scale + mask) of F.scaled_dot_product_attention, (…, n_q, n_k)",
+    ArrayCheck(
         sdpa_cases,
         reference=sdpa_weights_reference,
         shape_rule="one row of weights per query, one column per key: (…, n_q, n_k)",
         mistakes=SDPA_MISTAKES,
+        hints=(_zeroed_after_softmax,),
         shape_hint=(
             "q is (…, n_q, d_k) and k is (…, n_k, d_k), here with a heads axis in front. "
             "`k.T` reverses *every* axis of a 3-D array, the heads' too: how do you swap "

@@ -90,9 +90,25 @@ def _message_html(message: str) -> str:
                     f'<pre style="margin: 0.2em 0 0.5em 0; background: none;">{code}</pre>'
                 )
             else:
-                inline = (re.sub(r"`([^`\n]+)`", r"<code>\1</code>", html.escape(s)) for s in lines)
-                parts.append(f'<p style="margin: 0.3em 0;">{"<br>".join(inline)}</p>')
+                inline = "<br>".join(_inline_html(line) for line in lines)
+                parts.append(f'<p style="margin: 0.3em 0;">{inline}</p>')
     return "".join(parts)
+
+
+# `code` as <code>; *a word or two* as <em>, but only outside code and only where the
+# asterisks hug the words, so that a product such as `n * d` or 2 * d_k stays as it is.
+_CODE = re.compile(r"`([^`\n]+)`")
+_EMPHASIS = re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]*?[^\s*])\*(?![\w*])")
+
+
+def _inline_html(line: str) -> str:
+    pieces = _CODE.split(line)  # even indices: prose; odd: the code between backticks
+    return "".join(
+        f"<code>{html.escape(piece)}</code>"
+        if i % 2
+        else _EMPHASIS.sub(r"<em>\1</em>", html.escape(piece))
+        for i, piece in enumerate(pieces)
+    )
 
 
 class SolutionCode(str):

@@ -15,8 +15,9 @@ these pass too. Exercises by lesson:
   padding_causal_mask
 - 07_cost_and_tiling: longest_sequence, merge_states, online_softmax
 - 08_does_scaling_matter: softmax_backward, attention_grad_q, unscaled_as_scaled
-- 09_attention_family: relative_bias, alibi_biases
-- 10_in_practice: linear_attention, causal_lower_right, sdpa_weights
+- 09_attention_family: relative_bias, alibi_biases, reach
+- 10_in_practice: linear_attention, causal_linear_attention, causal_lower_right,
+  sdpa_weights
 """
 
 import math
@@ -243,6 +244,18 @@ def alibi_biases(n, H):
     return -slopes[:, None, None] * distance
 
 
+def reach(M, L):
+    # One layer carries information along one allowed pair, key j -> query i; L layers along
+    # a path of L pairs. (M^L)[i, j] counts those paths: key j has reached query i if > 0.
+    step = M.astype(int)
+    paths = step
+    for _ in range(L - 1):
+        # back to 0/1 after every product: left as counts, the paths multiply with every
+        # layer and soon overflow the integers, which wrap around silently
+        paths = (paths @ step > 0).astype(int)
+    return paths > 0
+
+
 def causal_lower_right(n_q, n_k):
     i = np.arange(n_q)[:, None]  # the new queries are the last n_q of the n_k tokens
     j = np.arange(n_k)[None, :]
@@ -259,9 +272,22 @@ def linear_attention(Q, K, V):
     return (phi_q @ summary) / normaliser[:, None]
 
 
+def causal_linear_attention(Q, K, V):
+    def phi(x):  # elu(x) + 1, as in linear_attention
+        return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
+
+    phi_q, phi_k = phi(Q), phi(K)
+    S = np.zeros((K.shape[1], V.shape[1]))  # (d_k, d_v): every key and value so far
+    z = np.zeros(K.shape[1])  # (d_k,): every key so far
+    out = np.empty((len(Q), V.shape[1]))
+    for i in range(len(Q)):
+        S = S + np.outer(phi_k[i], V[i])  # add token i first: query i may see key i
+        z = z + phi_k[i]
+        out[i] = phi_q[i] @ S / (phi_q[i] @ z)
+    return out
+
+
 def sdpa_weights(q, k, attn_mask=None, is_causal=False, scale=None):
-    if attn_mask is not None and is_causal:  # PyTorch refuses this call too
-        raise ValueError("give attn_mask or is_causal=True, not both")
     if scale is None:
         scale = 1 / np.sqrt(q.shape[-1])  # PyTorch's default: divide by √d_k
     S = q @ np.swapaxes(k, -1, -2) * scale  # (..., n_q, n_k): swap only the last two axes

@@ -152,8 +152,11 @@ def linear_limit(q, K) -> np.ndarray:
     return a / a.sum()
 
 
-def plot_sharpness(scales, curves: dict, limit_max: float):
+def plot_sharpness(scales, curves: dict, limit_max: float, n_keys: int | None = None):
     """Largest weight and entropy of one row, softmax vs linear, against the query's scale.
+
+    ``limit_max``: linear attention's largest weight as ``c → ∞``, a dotted line on the
+    left; ``n_keys``: if given, the entropy of a uniform row, ``log n_keys``, on the right.
 
     Lesson: ``notebooks/10_in_practice.ipynb``.
     """
@@ -165,6 +168,9 @@ def plot_sharpness(scales, curves: dict, limit_max: float):
         ax1.plot(scales, curves[f"{name}_max"], "o-", ms=3, color=colour, label=label)
         ax2.plot(scales, curves[f"{name}_entropy"], "o-", ms=3, color=colour, label=label)
     ax1.axhline(limit_max, color=plots.SECOND, ls=":", lw=1, label="linear's limit, c → ∞")
+    if n_keys is not None:
+        uniform = ax2.axhline(np.log(n_keys), color="grey", ls=":", lw=1)
+        ax2.legend([uniform], [f"uniform row, log {n_keys}"], fontsize=8, loc="lower left")
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("query multiplied by c")
@@ -264,7 +270,8 @@ def plot_entropy_curves(runs: dict, n_pairs: int, n_values: int):
         ax.set_xlabel("training step (log scale)")
         ax.set_ylabel(ylabel)
     axs[2].set_ylim(0, 1.05)
-    axs[0].legend(fontsize=8, loc="center right")
+    # Above the falling ÷√d_k curve and below the uniform line: the empty corner.
+    axs[0].legend(fontsize=8, loc="upper right", bbox_to_anchor=(1, 0.84))
     fig.suptitle(
         f"line: median of {run.entropy.shape[0]} seeds; band: lowest to highest", fontsize=9
     )

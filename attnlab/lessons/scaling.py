@@ -196,9 +196,10 @@ def query_gradient_norms(
 
     For each row: a query q and ``n_keys`` keys K (rows k_j) with N(0, 1) entries, the
     weights ``p = softmax(K q / τ)`` with τ = 1 (raw) or τ = √d_k (scaled), and a random
-    upstream gradient g ~ N(0, I) at the weights. The chain rule through the softmax
+    upstream gradient ∂L/∂p ~ N(0, I) at the weights. The chain rule through the softmax
     Jacobian J = diag(p) − p pᵀ (symmetric) and s = K q gives
-    ``∂L/∂q = Kᵀ (J g) / τ``, with ``J g = p ⊙ (g − p · g)``; the result is ‖∂L/∂q‖.
+    ``∂L/∂q = Kᵀ (J ∂L/∂p) / τ``, with ``J ∂L/∂p = p ⊙ (∂L/∂p − p · ∂L/∂p)``; the
+    result is ‖∂L/∂q‖.
 
     Shapes: ``d_ks (m,)`` → ``(raw (m,), scaled (m,))``, medians over ``n_rows`` rows.
 
@@ -212,11 +213,11 @@ def query_gradient_norms(
             m = min(_CHUNK, n_rows - start)
             q = rng.standard_normal((m, d_k))
             K = rng.standard_normal((m, n_keys, d_k))
-            g = rng.standard_normal((m, n_keys))
+            grad_p = rng.standard_normal((m, n_keys))  # ∂L/∂p
             s = np.einsum("rjd,rd->rj", K, q)
             for row, tau in enumerate((1.0, np.sqrt(d_k))):
                 p = softmax(s / tau)
-                grad_s = p * (g - (p * g).sum(axis=-1, keepdims=True)) / tau
+                grad_s = p * (grad_p - (p * grad_p).sum(axis=-1, keepdims=True)) / tau
                 grad_q = np.einsum("rjd,rj->rd", K, grad_s)
                 norms[row, start : start + m] = np.linalg.norm(grad_q, axis=-1)
         medians[:, i] = np.median(norms, axis=-1)

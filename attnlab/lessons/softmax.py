@@ -2,8 +2,8 @@
 temperature, and query-dependent scaling (QK-norm).
 
 The figure functions only draw: the numbers they show are computed in the notebook cell
-that calls them, so the learner sees every computation. ``raw_score_gradient_norms``,
-``qk_norm_scores`` and ``largest_weight_bound`` compute, each with its formula.
+that calls them, so the learner sees every computation. ``qk_norm_scores`` and
+``largest_weight_bound`` compute, each with its formula.
 
 Lesson: ``notebooks/04_softmax.ipynb``.
 """
@@ -159,27 +159,6 @@ def mask_and_weights(mask, weights):
     return fig
 
 
-def raw_score_gradient_norms(scores, taus):
-    """``‖J‖`` and ``‖∂p/∂s‖ = ‖J‖ / τ`` for ``p = softmax(s / τ)``, one pair per τ.
-
-    ``J = diag(p) - p pᵀ`` is the Jacobian with respect to the divided scores ``s / τ``
-    (lesson 03); the chain rule through ``s / τ`` divides it by τ to give the gradient with
-    respect to the raw scores s. Norms are Frobenius, ``sqrt(Σ_ij J_ij²)``.
-
-    Shapes: ``scores`` (n,), ``taus`` (m,) → two arrays (m,): ``‖J‖`` and ``‖J‖ / τ``.
-    Lesson: ``notebooks/04_softmax.ipynb`` (temperature).
-    """
-    s = np.asarray(scores, float)
-    taus = np.asarray(taus, float)
-    norms = np.empty(taus.size)
-    for k, tau in enumerate(taus):
-        z = s / tau
-        p = np.exp(z - z.max())
-        p /= p.sum()
-        norms[k] = np.linalg.norm(np.diag(p) - np.outer(p, p))
-    return norms, norms / taus
-
-
 def temperature_gradient_plot(taus, norm_J, norm_grad, marks=()):
     """``‖J‖`` and ``‖∂p/∂s‖ = ‖J‖/τ`` against the temperature τ (log scale).
 
@@ -213,37 +192,6 @@ def temperature_gradient_plot(taus, norm_J, norm_grad, marks=()):
     ax.set_title(r"How much gradient reaches the scores, $p = $ softmax$(s/\tau)$")
     ax.legend(fontsize=8, loc="upper right")
     return fig
-
-
-def query_gradient_norms(d_ks, n_keys, n_samples, rng, scaled=True, per_coordinate=False):
-    """``‖∂p/∂q‖`` for one random query against ``n_keys`` random keys, ``n_samples`` times.
-
-    Formula: the scores are ``s_j = q · k_j``, divided by ``τ = √d_k`` (``scaled``) or by
-    ``τ = 1``; ``p = softmax(s / τ)``. Since ``∂s_j/∂q = k_j``, the chain rule gives
-    ``∂p/∂q = (J / τ) K``, with ``J = diag(p) - p pᵀ``. The norm is Frobenius. The entries
-    of q and of the keys are independent standard normal, a fresh draw for every sample.
-    With ``per_coordinate``, each sample gives instead the median over the d_k coordinates
-    c of ``‖∂p/∂q_c‖ = ‖(J / τ) K[:, c]‖``, the gradient of the weights with respect to one
-    coordinate of q.
-
-    Shapes: ``d_ks`` (m,) → array (m, n_samples), one row of norms per d_k.
-    Lesson: ``notebooks/04_softmax.ipynb`` (temperature).
-    """
-    out = np.empty((len(d_ks), n_samples))
-    for row, d_k in enumerate(d_ks):
-        q = rng.normal(size=(n_samples, 1, d_k))
-        K = rng.normal(size=(n_samples, n_keys, d_k))
-        tau = np.sqrt(d_k) if scaled else 1.0
-        x = (q @ np.swapaxes(K, -1, -2))[:, 0, :] / tau  # (n_samples, n_keys)
-        e = np.exp(x - x.max(axis=-1, keepdims=True))
-        p = e / e.sum(axis=-1, keepdims=True)
-        J = p[:, :, None] * (np.eye(n_keys) - p[:, None, :])  # (n_samples, n_keys, n_keys)
-        grad = J @ K / tau  # ∂p/∂q: (n_samples, n_keys, d_k)
-        if per_coordinate:
-            out[row] = np.median(np.linalg.norm(grad, axis=-2), axis=-1)  # over coordinates c
-        else:
-            out[row] = np.linalg.norm(grad, axis=(-2, -1))
-    return out
 
 
 def qk_norm_scores(Q, K, g):

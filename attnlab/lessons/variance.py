@@ -173,29 +173,6 @@ def share_of_dominated_rows(
     return saturated_share(softmax(scores), above)
 
 
-def largest_softmax_weights(
-    d_k: int, n_keys: int, n_rows: int, rng: np.random.Generator, dist: str = "normal"
-) -> tuple[np.ndarray, np.ndarray]:
-    """The largest softmax weight in each of ``n_rows`` rows, for raw and for scaled scores.
-
-    Formula: ``n_rows`` queries and ``n_keys`` keys with independent entries drawn by
-    :func:`unit_components` (mean 0, variance 1); row i is ``softmax(q_i·k_j)`` over the
-    keys j, or ``softmax(q_i·k_j / √d_k)`` for the scaled scores, and its largest weight
-    is 1 when one key takes everything and ``1 / n_keys`` when the weight is spread evenly.
-
-    Shapes: Q ``(n_rows, d_k)``, K ``(n_keys, d_k)``; returns two float64 arrays of shape
-    ``(n_rows,)``: raw, then scaled.
-
-    Lesson: ``notebooks/02_variance.ipynb`` (the readout of the widget ``variance_explorer``).
-    """
-    from ..softmax import softmax
-
-    Q = unit_components((int(n_rows), int(d_k)), rng, dist)
-    K = unit_components((int(n_keys), int(d_k)), rng, dist)
-    raw = Q @ K.T
-    return softmax(raw).max(axis=-1), softmax(raw / np.sqrt(d_k)).max(axis=-1)
-
-
 def shared_matrix_scores(
     d_k: int, n_rows: int, rng: np.random.Generator, n_keys: int = 256
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

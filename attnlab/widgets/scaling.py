@@ -4,8 +4,11 @@ Formula: weights ``softmax(s / d_k^α)``. At α = 0 the raw scores q·k (standar
 deviation √d_k) make the row nearly one-hot; at α = 1/2 they have standard
 deviation 1 and the weights spread out; towards α = 1 they shrink to 0 and the row
 flattens towards uniform. For the built-in row, d_k can move too. A panel beside the
-row plots the mean entropy of 400 random rows against α, one curve per d_k, with a
-dot at the slider's α: one row varies by chance, the mean shows the rule.
+row plots the mean entropy of 400 random rows against α for this d_k, with a dot at
+the slider's α: one row varies by chance, the mean shows the rule. The panel keeps a
+grey curve for each d_k the learner has visited, and marks α = 1/2 once both ends
+(d_k = 4 and 1024) have been visited, so the lesson's "predict, then move" task is not
+answered before the sliders move.
 
 Lesson: ``notebooks/03_scaling.ipynb``.
 """
@@ -34,6 +37,8 @@ D_KS = (4, 16, 64, 256, 1024)
 ALPHA_STEP = 0.025
 ALPHAS = np.linspace(0.0, 1.0, 41)
 CURVE_ROWS = 400
+# Where each grey curve's label sits (α), staggered so that neighbours do not overlap.
+LABEL_AT = {4: 0.2, 16: 0.2, 64: 0.2, 256: 0.2, 1024: 0.3}
 
 
 def example_scores(d_k: int = DEFAULT_D_K, n_keys: int = DEFAULT_KEYS, seed: int = SEED):
@@ -66,16 +71,22 @@ class ScalingStrip(CourseWidget):
     ``scores`` and ``d_k``: the raw row and its d_k. ``shown``: ``"divisor"``
     (d_k^α), ``"scores"`` (÷ the divisor), ``"weights"``, ``"largest"`` and
     ``"entropy"`` (of the weights, in nats), ``"mean_entropy"`` (of 400 random rows
-    of the same d_k and length at this α, the panel's dot).
+    of the same d_k and length at this α, the panel's dot), ``"grey_curves"`` (the d_k
+    visited so far, whose curves the panel shows) and ``"half_line"`` (whether the line
+    at α = 1/2 is shown).
     """
 
     nrows = 2
     ncols = 2
     figsize = (10.0, 2.9)
     subplot_kw = {"width_ratios": (1.75, 1.0)}
+    # The picture shows what the learner has visited, so it keeps a history: a d_k
+    # moved away from and back to gains the grey curves seen on the way.
+    remembers_visits = True
 
     def __init__(self, scores: np.ndarray, d_k: int, built_in: bool = False) -> None:
         self.scores, self.d_k, self.built_in = scores, d_k, built_in
+        self.visited = {d_k}  # the d_k whose grey curve the panel shows
         self.ends = widgets.HTML()
         super().__init__()
 
@@ -165,13 +176,18 @@ class ScalingStrip(CourseWidget):
         ]
 
     def draw_panel(self, ax: Any, n: int) -> list[Any]:
-        """Mean entropy of random rows against α: grey for every d_k, blue for this one."""
+        """Mean entropy of random rows against α: blue for this d_k, grey for those visited.
+
+        The grey curves, their labels and the line at α = 1/2 are drawn hidden; ``update``
+        shows each curve once its d_k has been visited, and the line once both ends have.
+        """
         d_ks = D_KS if self.built_in else (self.d_k,)
-        at = int(np.searchsorted(ALPHAS, 0.2))  # where the curves are well apart
+        self.grey: dict[int, list[Any]] = {}
         for i, d_k in enumerate(d_ks):
             curve = mean_entropy_curve(d_k, n)
-            ax.plot(ALPHAS, curve, color="0.7", lw=1)
-            ax.text(
+            (line,) = ax.plot(ALPHAS, curve, color="0.7", lw=1, visible=False)
+            at = int(np.searchsorted(ALPHAS, LABEL_AT.get(d_k, 0.2) - 1e-9))
+            label = ax.text(
                 ALPHAS[at],
                 curve[at],
                 f"$d_k$ = {d_k}" if i == 0 else f"{d_k}",
@@ -180,10 +196,12 @@ class ScalingStrip(CourseWidget):
                 fontsize=7,
                 color="0.35",
                 bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none"},
+                visible=False,
             )
+            self.grey[d_k] = [line, label]
         ax.axhline(np.log(n), color="grey", ls="--", lw=1)
         ax.text(1.0, np.log(n), f"uniform: log {n}", ha="right", va="bottom", fontsize=7)
-        ax.axvline(0.5, color="grey", ls=":", lw=1)
+        self.half = ax.axvline(0.5, color="grey", ls=":", lw=1, visible=False)
         ax.set(
             xlim=(-0.02, 1.02),
             ylim=(0.0, np.log(n) * 1.12),
@@ -191,13 +209,15 @@ class ScalingStrip(CourseWidget):
             xlabel=r"exponent $\alpha$",
             ylabel="entropy (nats)",
         )
-        which = "one curve per $d_k$" if self.built_in else "of your $d_k$ and length"
+        which = "grey: each $d_k$ you visit" if self.built_in else "of your $d_k$ and length"
         ax.set_title(
             f"mean entropy of {CURVE_ROWS} random rows q·k,\n{which}", loc="left", fontsize=9
         )
         (self.curve,) = ax.plot([], [], color=plots.ACCENT, lw=2)
         (self.dot,) = ax.plot([], [], "o", color=plots.ACCENT, ms=7)
-        return [self.curve, self.dot]
+        lines = [line for line, _ in self.grey.values()]
+        labels = [label for _, label in self.grey.values()]
+        return [*lines, *labels, self.half, self.curve, self.dot]
 
     def update(self, alpha: float, d_k: int) -> None:
         if d_k != self.d_k:  # the built-in row for another length: new scores, new colours
@@ -219,6 +239,12 @@ class ScalingStrip(CourseWidget):
         mean_entropy = float(np.interp(alpha, ALPHAS, curve))
         self.curve.set_data(ALPHAS, curve)
         self.dot.set_data([alpha], [mean_entropy])
+        self.visited.add(self.d_k)
+        for d, artists in self.grey.items():
+            for artist in artists:
+                artist.set_visible(d in self.visited)
+        half = not self.built_in or {D_KS[0], D_KS[-1]} <= self.visited
+        self.half.set_visible(half)
         if divisor == 1.0:
             which = " (the raw scores)"
         elif np.isclose(divisor, np.sqrt(self.d_k)):
@@ -239,6 +265,8 @@ class ScalingStrip(CourseWidget):
             "entropy": ent,
             "mean_entropy": mean_entropy,
             "d_k": self.d_k,
+            "grey_curves": tuple(d for d in self.grey if d in self.visited),
+            "half_line": half,
         }
 
 
@@ -250,8 +278,8 @@ def scaling_strip(scores: Any = None, d_k: int | None = None) -> ScalingStrip:
     10 scores q·k of that length (seeded). The slider moves α from 0 (÷1, the raw scores)
     through 0.5 (÷√d_k) to 1 (÷d_k). ``controls``: ``"alpha"``, and ``"d_k"``, which moves
     the built-in row through ``D_KS`` (for your own scores it stays at your d_k). Beside
-    the row, the mean entropy of 400 random rows of the same length against α, one curve
-    per d_k, with a dot at the slider's α.
+    the row, the mean entropy of 400 random rows of the same length against α, with a dot
+    at the slider's α, and a grey curve for each d_k you have visited.
 
     Lesson: ``notebooks/03_scaling.ipynb``.
     """

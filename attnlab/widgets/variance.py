@@ -1,7 +1,8 @@
-"""Widget for lesson 02: how the spread of q·k grows with d_k, and how 1/√d_k undoes it.
+"""Widget for lesson 02: how the spread of q·k grows with d_k, and what softmax makes of it.
 
 Lesson: ``notebooks/02_variance.ipynb``. The samples come from
-``attnlab.lessons.variance.samples_by_dk``, drawn once when the widget is built.
+``attnlab.lessons.variance.samples_by_dk``, drawn once when the widget is built; the row of
+the right panel from a generator of its own.
 """
 
 from __future__ import annotations
@@ -18,21 +19,20 @@ from .._inputs import is_whole_number
 from ..lessons.variance import (
     DISTRIBUTION_LABELS,
     DISTRIBUTIONS,
-    largest_softmax_weights,
     samples_by_dk,
+    unit_components,
 )
+from ..softmax import softmax
 from ._base import CourseWidget
 from ._check import whole_number
 
 DEFAULT_D_KS = tuple(2**i for i in range(10))  # 1, 2, 4, ..., 512
 LARGEST_D_K = 4096
+START_D_K = 16  # where the slider starts, when it is on the slider: both panels show an effect
 SAMPLES_RANGE = (100, 100_000)
 RAW_BINS = 80
-SCALED_LIMIT = 5.0
-SCALED_BINS = 50
-SCALED_TOP = 1.1  # at least this tall: the normal curve (0.4) and d_k = 1's spike fit
-ROW_KEYS = 256  # the readout: one query against this many keys, the largest softmax weight,
-ROW_QUERIES = 200  # as the median over this many queries
+ROW_KEYS = 256  # the right panel: one fixed query against this many fixed keys,
+ROW_SHOWN = 12  # of whose softmax weights the largest this many are drawn
 
 
 def _check_d_ks(d_ks: Any) -> tuple[int, ...]:
@@ -59,16 +59,18 @@ def _raw_limit(largest_d_k: int) -> float:
 
 
 class VarianceExplorer(CourseWidget):
-    """Histograms of q·k (raw, and ÷ √d_k) for the d_k on the slider and the entries'
-    distribution in the dropdown.
+    """Left: a histogram of q·k for the d_k on the slider and the entries' distribution in
+    the dropdown. Right: what softmax makes of such scores, for one fixed row.
 
     ``samples`` maps each distribution to ``{d_k: samples}``; ``n_samples`` is the number
-    of samples per d_k, for the note under the figure. ``shown``: ``"d_k"``, ``"dist"``,
-    ``"raw_std"`` and ``"scaled_std"`` (measured on the samples shown), ``"raw"`` and
-    ``"scaled"`` (the bar heights of each histogram, both densities, each on one y-axis
-    shared by every d_k and distribution), and, when ``top_weights`` maps each
-    ``(dist, d_k)`` to a pair (raw, scaled), ``"top_weight_raw"`` and ``"top_weight_scaled"``:
-    the median largest softmax weight in a row of ``ROW_KEYS`` keys.
+    of samples per d_k, for the note under the figure. ``rows`` maps each distribution to
+    a pair ``(q, K)``: one query of length ``max(d_ks)`` and ``ROW_KEYS`` keys, of which
+    each d_k uses the first d_k entries, so the slider changes d_k, not the row.
+    ``shown``: ``"d_k"``, ``"dist"``, ``"raw_std"`` (measured on the samples shown),
+    ``"raw"`` (the histogram's bar heights, a density on one y-axis shared by every d_k),
+    ``"row_raw"`` and ``"row_scaled"`` (the ``ROW_SHOWN`` largest weights of
+    ``softmax(q·k_j)`` and of ``softmax(q·k_j / √d_k)``, largest first), and
+    ``"top_weight_raw"`` and ``"top_weight_scaled"`` (the first of each).
     """
 
     ncols = 2
@@ -79,51 +81,51 @@ class VarianceExplorer(CourseWidget):
         samples: dict[str, dict[int, np.ndarray]],
         dist: str,
         n_samples: int,
-        top_weights: dict[tuple[str, int], tuple[float, float]] | None = None,
+        rows: dict[str, tuple[np.ndarray, np.ndarray]],
+        start: int,
     ) -> None:
         self.samples = samples
-        self.top_weights = top_weights or {}
         self.dist, self.n_samples = dist, n_samples
         self.d_ks = sorted(samples[dist])
+        self.start = start
         self.raw_limit = _raw_limit(self.d_ks[-1])
         raw_edges = np.linspace(-self.raw_limit, self.raw_limit, RAW_BINS + 1)
-        scaled_edges = np.linspace(-SCALED_LIMIT, SCALED_LIMIT, SCALED_BINS + 1)
         # Everything the slider shows is computed here, once.
         self.frames: dict[tuple[str, int], dict[str, Any]] = {}
         for name, by_dk in samples.items():
+            q, K = rows[name]
             for d, s in by_dk.items():
                 raw_counts, _ = np.histogram(s, bins=raw_edges)
-                scaled = s / np.sqrt(d)
-                scaled_counts, _ = np.histogram(scaled, bins=scaled_edges)
+                row = K[:, :d] @ q[:d]  # one row of scores: q·k_j for every key j
+                row_raw = np.sort(softmax(row))[::-1][:ROW_SHOWN]
+                row_scaled = np.sort(softmax(row / np.sqrt(d)))[::-1][:ROW_SHOWN]
                 self.frames[name, d] = {
                     "d_k": d,
                     "dist": name,
                     # A density on one shared axis: the peak drops like 1/√d_k as it widens.
                     "raw": raw_counts / (s.size * np.diff(raw_edges)),
-                    "scaled": scaled_counts / (s.size * np.diff(scaled_edges)),
                     "raw_std": float(np.std(s, ddof=1)),
-                    "scaled_std": float(np.std(scaled, ddof=1)),
+                    "row_raw": row_raw,
+                    "row_scaled": row_scaled,
+                    "top_weight_raw": float(row_raw[0]),
+                    "top_weight_scaled": float(row_scaled[0]),
                 }
-        # Each distribution's axes fit all its frames: ±1 entries at d_k = 1 put all the
-        # scaled samples in two bins, far above the normal curve. Switching the
-        # distribution redraws the figure with its own axes (see ``refresh``).
+        # Each distribution's left axes fit all its frames: ±1 entries at d_k = 1 put all
+        # the samples in two bins. Switching the distribution redraws the figure with its
+        # own axes (see ``refresh``).
         self.tops = {}
         for name in samples:
             frames = [f for (n, _), f in self.frames.items() if n == name]
-            self.tops[name] = (
-                1.1
-                * max(
-                    max(float(f["raw"].max()) for f in frames),
-                    1 / np.sqrt(2 * np.pi * self.d_ks[0]),
-                ),
-                max(SCALED_TOP, 1.1 * max(float(f["scaled"].max()) for f in frames)),
+            self.tops[name] = 1.1 * max(
+                max(float(f["raw"].max()) for f in frames),
+                1 / np.sqrt(2 * np.pi * self.d_ks[0]),
             )
         super().__init__()
 
     def make_controls(self) -> dict[str, Any]:
         slider = widgets.SelectionSlider(
             options=self.d_ks,
-            value=self.d_ks[0],
+            value=self.start,
             description="d_k",
             layout=widgets.Layout(width="420px"),
         )
@@ -136,7 +138,7 @@ class VarianceExplorer(CourseWidget):
         return {"d_k": slider, "dist": dropdown}
 
     def draw(self, axes: np.ndarray) -> list[Any]:
-        ax_raw, ax_scaled = axes[0]
+        ax_raw, ax_row = axes[0]
         first, limit = self.d_ks[0], self.raw_limit
         self.raw_hist = plots.histogram(
             self.samples[self.dist][first],
@@ -156,8 +158,7 @@ class VarianceExplorer(CourseWidget):
         )
         ax_raw.legend(loc="upper right", fontsize=8)
         ax_raw.set_xlim(-limit, limit)
-        raw_top, scaled_top = self.tops[self.dist]
-        ax_raw.set_ylim(0, raw_top)
+        ax_raw.set_ylim(0, self.tops[self.dist])
         # A Rectangle spanning the axes' height, as axvspan makes it from matplotlib 3.9 on
         # (before, axvspan makes a Polygon, which has no set_x / set_width).
         self.band = ax_raw.add_patch(
@@ -175,35 +176,33 @@ class VarianceExplorer(CourseWidget):
             0.03, 0.95, "", transform=ax_raw.transAxes, va="top", fontsize=9
         )
 
-        self.scaled_hist = plots.histogram(
-            self.samples[self.dist][first] / np.sqrt(first),
-            ax_scaled,
-            bins=SCALED_BINS,
-            range=(-SCALED_LIMIT, SCALED_LIMIT),
-            title="scaled scores q·k / √d_k",
-            xlabel="q·k / √d_k",
-        )
-        x = np.linspace(-SCALED_LIMIT, SCALED_LIMIT, 300)
-        ax_scaled.plot(
-            x,
-            np.exp(-0.5 * x**2) / np.sqrt(2 * np.pi),
-            color=plots.SECOND,
-            linewidth=1.2,
-            label="normal, std 1",
-        )
-        ax_scaled.legend(loc="upper right", fontsize=8)
-        ax_scaled.set_xlim(-SCALED_LIMIT, SCALED_LIMIT)
-        ax_scaled.set_ylim(0, scaled_top)
-        self.scaled_text = ax_scaled.text(
-            0.03, 0.95, "", transform=ax_scaled.transAxes, va="top", fontsize=9
+        # One fixed row of ROW_KEYS keys: its largest softmax weights, raw and ÷ √d_k.
+        rank = np.arange(1, ROW_SHOWN + 1)
+        width = 0.4
+        zeros = np.zeros(ROW_SHOWN)
+        self.row_bars = [
+            ax_row.bar(rank - width / 2, zeros, width, color=plots.ACCENT, label="raw q·k"),
+            ax_row.bar(rank + width / 2, zeros, width, color=plots.SECOND, label="q·k / √d_k"),
+        ]
+        ax_row.axhline(1 / ROW_KEYS, color="0.35", linestyle=":", linewidth=1.0)
+        ax_row.set_xlim(0.4, ROW_SHOWN + 0.6)
+        ax_row.set_ylim(0, 1.05)
+        ax_row.set_xticks(rank[::2] if ROW_SHOWN > 8 else rank)
+        ax_row.set_xlabel(f"key, by weight (largest {ROW_SHOWN} of {ROW_KEYS})")
+        ax_row.set_ylabel("softmax weight")
+        ax_row.set_title("one query's row of weights")
+        ax_row.legend(loc="upper right", fontsize=8)
+        self.row_text = ax_row.text(
+            0.97, 0.72, "", transform=ax_row.transAxes, va="top", ha="right", fontsize=9
         )
         return [
             self.raw_hist.patch,
             self.raw_curve,
             self.band,
             self.raw_text,
-            self.scaled_hist.patch,
-            self.scaled_text,
+            *self.row_bars[0].patches,
+            *self.row_bars[1].patches,
+            self.row_text,
         ]
 
     def refresh(self) -> None:
@@ -227,36 +226,38 @@ class VarianceExplorer(CourseWidget):
         self.band.set_x(-std)
         self.band.set_width(2 * std)
         self.raw_text.set_text(f"d_k = {d_k}\nmeasured std {std:.2f}\n√d_k = {np.sqrt(d_k):.2f}")
-        self.scaled_hist.patch.set_data(frame["scaled"])
-        self.scaled_text.set_text(f"measured std {frame['scaled_std']:.2f}")
+        for bars, weights in zip(
+            self.row_bars, (frame["row_raw"], frame["row_scaled"]), strict=True
+        ):
+            for bar, w in zip(bars.patches, weights, strict=True):
+                bar.set_height(float(w))
+        self.row_text.set_text(
+            f"largest weight\nraw {frame['top_weight_raw']:.2f}\n"
+            f"÷ √d_k {frame['top_weight_scaled']:.2f}"
+        )
         self.shown = dict(frame)
         self.readout.value = (
-            f"{self.n_samples} dot products per d_k ({dist} entries: "
-            f"{DISTRIBUTION_LABELS[dist]}, mean 0, variance 1). "
-            "Shaded: ± one measured standard deviation."
+            f"Left: {self.n_samples} dot products per d_k (entries "
+            f"{DISTRIBUTION_LABELS[dist]}, mean 0, variance 1); shaded: ± one measured "
+            f"standard deviation. Right: one fixed query against {ROW_KEYS} fixed keys (the "
+            f"first d_k entries of each); dotted: the even spread, {1 / ROW_KEYS:.3f} per key."
         )
-        if (dist, d_k) in self.top_weights:
-            raw, scaled = self.top_weights[dist, d_k]
-            self.shown.update(top_weight_raw=raw, top_weight_scaled=scaled)
-            self.readout.value += (
-                f"<br>What softmax makes of it: one query against {ROW_KEYS} keys gives its "
-                f"largest weight <b>{raw:.2f}</b> with raw scores and <b>{scaled:.2f}</b> with "
-                f"scaled ones (median over {ROW_QUERIES} queries; an even spread gives "
-                f"{1 / ROW_KEYS:.3f} to each key)."
-            )
 
 
 def variance_explorer(
     d_ks: Iterable[int] | None = None,
     *,
+    start: int | None = None,
     n_samples: int = 10_000,
     dist: str = "normal",
     seed: int = 2,
 ) -> VarianceExplorer:
-    """Two histograms of q·k for a d_k chosen with a slider: raw, and divided by √d_k.
+    """A histogram of q·k for a d_k chosen with a slider, and one softmax row at that d_k.
 
     ``d_ks``: the d_k values on the slider (whole numbers from 1 to 4096; default the
-    powers of two 1, 2, ..., 512). ``n_samples``: dot products per d_k (100 to 100 000).
+    powers of two 1, 2, ..., 512). ``start``: the d_k the slider starts at, one of ``d_ks``
+    (default 16 if ``d_ks`` holds it, else the smallest). ``n_samples``: dot products per
+    d_k (100 to 100 000).
     ``dist``: how the entries of q and k are drawn at first, "normal", "uniform" or
     "rademacher" (each with mean 0 and variance 1); the dropdown switches between them.
     ``seed`` fixes the samples. ``controls``: ``"d_k"`` and ``"dist"``.
@@ -264,14 +265,21 @@ def variance_explorer(
     The left panel keeps fixed axes, wide enough for the largest d_k and tall enough
     for the smallest: each histogram is a density, so as it widens like √d_k its peak
     drops like 1/√d_k (the curve is the normal density with standard deviation √d_k);
-    the shaded band is ± one measured standard deviation. The right panel shows the
-    same samples divided by √d_k, as a density on fixed axes. The readout under the
-    figure gives what softmax makes of such scores: the median largest weight in a row
-    of 256 keys, raw and scaled (drawn once, from a generator of its own).
+    the shaded band is ± one measured standard deviation. The right panel shows what
+    softmax makes of such scores: one fixed query against 256 fixed keys, the largest
+    12 weights of ``softmax(q·k_j)`` and of ``softmax(q·k_j / √d_k)``, each sorted, largest
+    first (the row is drawn once, from a generator of its own; each d_k uses the first
+    d_k entries of the same vectors).
 
     Lesson: ``notebooks/02_variance.ipynb``.
     """
     checked = _check_d_ks(d_ks)
+    if start is None:
+        start = START_D_K if START_D_K in checked else checked[0]
+    elif not is_whole_number(start) or start not in checked:
+        raise ValueError(
+            f"start must be one of the d_ks on the slider {list(checked)}, got {start!r}."
+        )
     n_samples = whole_number(n_samples, "n_samples", "dot products per d_k", *SAMPLES_RANGE)
     if dist not in DISTRIBUTIONS:
         raise ValueError(
@@ -282,12 +290,14 @@ def variance_explorer(
         name: samples_by_dk(checked, n_samples, np.random.default_rng(seed), name)
         for name in DISTRIBUTIONS
     }
-    # The readout's rows come from a generator of their own, so the samples above stay
-    # the same whatever the readout draws.
+    # The row comes from a generator of its own, so the samples above stay the same.
     rows_rng = np.random.default_rng([seed, 1])
-    top_weights = {}
-    for name in DISTRIBUTIONS:
-        for d in checked:
-            raw, scaled = largest_softmax_weights(d, ROW_KEYS, ROW_QUERIES, rows_rng, name)
-            top_weights[name, d] = (float(np.median(raw)), float(np.median(scaled)))
-    return VarianceExplorer(samples, dist, n_samples, top_weights)
+    longest = checked[-1]
+    rows = {
+        name: (
+            unit_components(longest, rows_rng, name),
+            unit_components((ROW_KEYS, longest), rows_rng, name),
+        )
+        for name in DISTRIBUTIONS
+    }
+    return VarianceExplorer(samples, dist, n_samples, rows, int(start))

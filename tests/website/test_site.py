@@ -53,7 +53,7 @@ CLASSIC_MISTAKES = {
     "uniform_divisor": ("sigma * sigma * np.sqrt(d_k)", "np.sqrt(d_k)"),  # √d_k alone
     "entropy": ("np.log(safe)", "np.log(p + 1.0)"),  # the wrong logarithm
     "softmax": ("x - x.max(axis=-1, keepdims=True)", "x"),  # no shift: overflows
-    "attention": ("Q @ K.T / np.sqrt(d_k)", "Q @ K.T"),  # unscaled scores
+    "attention_by_hand": ("[2, -1, -2]) / np.sqrt(4)", "[2, -1, -2])"),  # unscaled scores
     "longest_sequence": ("memory_bytes // bytes_per_number", "memory_bytes"),  # bytes as numbers
     "multi_head_attention": (".reshape(n, d_model) @ W_O", ".reshape(n, d_model)"),  # no W_O
     "relative_bias": ("i[None, :] + n - 1", "i[None, :]"),  # i - j alone: negatives wrap
