@@ -757,6 +757,93 @@ def test_an_answer_that_converts_scores_first_is_asked_to_work_on_them_directly(
     assert "converted it first" in result.message and "work on it directly" in result.message
 
 
+def _builtin_plain_softmax(scores, block_size):
+    e = np.exp(scores - max(scores))  # Python's max and sum read the row score by score
+    return e / sum(e)
+
+
+def _plain_softmax_of(to_list):
+    def answer(scores, block_size):
+        s = to_list(scores)
+        m = max(s)
+        e = [math.exp(x - m) for x in s]
+        return [x / sum(e) for x in e]
+
+    return answer
+
+
+def _scalar_loop(scores, block_size):
+    m, total = -math.inf, 0.0
+    for s in scores:
+        new = max(m, s)
+        total = total * math.exp(m - new) + math.exp(s - new)
+        m = new
+    return [math.exp(s - m) / total for s in scores]
+
+
+def _builtin_blocks(scores, block_size):
+    m, total = -np.inf, 0.0
+    for start in range(0, len(scores), block_size):
+        block = list(scores[start : start + block_size])  # one block copied is fine
+        new = max(m, max(block))
+        total = total * math.exp(m - new) + sum(np.exp(np.array(block) - new))
+        m = new
+    return (np.exp(scores - m) / total).tolist()
+
+
+def _python_two_pass(scores, block_size):
+    m = max(scores)  # every score read before any is used
+    total = sum(math.exp(s - m) for s in scores)
+    return [math.exp(s - m) / total for s in scores]
+
+
+def _sum_of_tolist(scores, block_size):
+    e = np.exp(scores - max(scores))
+    return e / sum(e.tolist())
+
+
+@pytest.mark.parametrize("answer", [_builtin_plain_softmax, _python_two_pass, _sum_of_tolist])
+def test_a_plain_softmax_with_python_builtins_is_a_second_pass(answer):
+    row = exercise.ONE_PASS_ROW
+    assert np.allclose(answer(row, 3), attnlab.softmax(row))
+    result = check("online_softmax", answer)
+    assert not result.passed and "in two passes over the row" in result.message
+
+
+@pytest.mark.parametrize(
+    "to_list", [lambda s: s.tolist(), lambda s: list(s), lambda s: [x for x in s]]
+)
+def test_a_row_copied_into_a_list_is_asked_to_work_on_scores_directly(to_list):
+    result = check("online_softmax", _plain_softmax_of(to_list))
+    assert not result.passed
+    assert "converted it first" in result.message and "work on it directly" in result.message
+
+
+def _scalar_loop_normalised_by(finish):
+    def answer(scores, block_size):
+        m, total = -math.inf, 0.0
+        for s in scores:
+            new = max(m, s)
+            total = total * math.exp(m - new) + math.exp(s - new)
+            m = new
+        return finish(np.exp(scores - m), total)
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _scalar_loop,
+        _builtin_blocks,
+        _scalar_loop_normalised_by(lambda e, total: [x / total for x in e]),
+        _scalar_loop_normalised_by(lambda e, total: list(e / total)),
+    ],
+)
+def test_one_pass_answers_in_plain_python_still_pass(answer):
+    assert check("online_softmax", answer).passed
+
+
 def test_a_copied_or_converted_row_still_has_its_reads_followed():
     two_pass = _row_max_then_block_sums(_blockwise_max)
     for convert in (lambda s: s.astype(float), lambda s: s.copy()):

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from attnlab import check
 from attnlab.exercises import solutions
 from attnlab.lessons.dot_product import cross_scores, new_token_scores, toy_projections
 
@@ -176,3 +177,12 @@ def test_unnamed_answers_get_specific_feedback():
     assert "a multiple of the right one, 3 times it" in tripled
     other = check("score_matrix", lambda W_Q, W_K: W_Q @ W_K.T + 1).message
     assert "which rule turns the transpose of a product" in other and "eye" not in other
+
+
+def test_the_query_written_before_the_stacked_keys_gets_its_own_hint():
+    def q_before_keys(x_new, K_cache, W_Q, W_K):
+        return (x_new @ W_Q) @ np.vstack([K_cache, x_new @ W_K])
+
+    result = check("new_token_scores", q_before_keys)
+    assert not result
+    assert "the wrong way round" in result.message and "K @ q" in result.message

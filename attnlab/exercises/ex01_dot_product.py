@@ -206,6 +206,13 @@ NEW_TOKEN_MISTAKES = (
     ),
 )
 
+
+def _query_before_keys(message: str, inputs: dict) -> bool:
+    """`q @ K` with q (d_k,) and the stacked K (n + 1, d_k): matmul names n + 1 against d_k."""
+    n_keys, d_k = len(inputs["K_cache"]) + 1, inputs["W_K"].shape[1]
+    return "matmul" in message and f"(size {n_keys} is different from {d_k})" in message
+
+
 register(
     LESSON,
     solutions.new_token_scores,
@@ -217,6 +224,14 @@ register(
         "key, (n + 1,)",
         mistakes=NEW_TOKEN_MISTAKES,
         hints=(_which_scores_hint,),
+        error_hints=(
+            (
+                _query_before_keys,
+                "Your keys are stacked, but the product meets them the wrong way round: q "
+                "is (d_k,) and K is (n + 1, d_k). Which of K @ q and q @ K lines up d_k "
+                "with d_k?",
+            ),
+        ),
         shape_hint=(
             "Write the shape of every array you make: x_new is (d,), K_cache is (n, d_k), "
             "W_Q and W_K are (d, d_k). The new token's key is (d_k,): how do you add it to "

@@ -193,6 +193,12 @@ def _diagonal(P: np.ndarray) -> np.ndarray:
 
 JACOBIAN_MISTAKES = (
     Mistake(
+        "Your entries are δ_ij - p_j: the bracket is right, but every entry of row i of J "
+        "is p_i times it. Which view of P, shape (n, m, 1) or (n, 1, m), gives each row of "
+        "J its own p_i?",
+        lambda P: np.eye(P.shape[-1]) - P[:, None, :],
+    ),
+    Mistake(
         "Your Jacobians are missing a term on the diagonal: x_i appears in p_i's own "
         "numerator, so ∂p_i/∂x_i has something extra that ∂p_i/∂x_j (j ≠ i) has not. What "
         "is it?",
@@ -336,8 +342,8 @@ def _jacobian_hint(got, want, inputs):
     if not np.allclose(got, np.swapaxes(got, -1, -2), atol=1e-6):
         return (
             "One of your Jacobians isn't symmetric, but J[i, j] = p_i (δ_ij - p_j) equals "
-            "J[j, i]. Which of your terms has its two indices the wrong way round, or mixes "
-            "up rows of P?"
+            "J[j, i]. Which of your terms has its two indices the wrong way round, mixes "
+            "up rows of P, or is missing a factor?"
         )
     if not np.allclose(got.sum(axis=-1), 0.0, atol=1e-6):
         return (

@@ -818,7 +818,7 @@ register(
             "Two things must line up: Q's last axis with K's (d_k, for the scores), and the "
             "head axes, −3. NumPy stretches an axis only when it has length 1, so with "
             "1 < H_kv < H the H_kv key/value heads cannot meet the H query heads by "
-            "themselves. Which of the two does NumPy's error name? For the heads: how "
+            "themselves. Which of the two does the error name? For the heads: how "
             "many copies of each key/value head do you need, and along which axis? (If you "
             "loop over the heads: they are on axis −3, behind any batch axes, so `Q[h]` "
             "picks a sequence when there is a batch.)"

@@ -729,23 +729,88 @@ _ROW_LOOKS = {
 }
 
 
+class _Score(np.float64):
+    """One score read on its own from the counting row (or from an array computed from it).
+
+    It notes in the row's ``events`` each time it is compared ("cmp") or used in arithmetic
+    ("use"), so that a row copied score by score into a list (read far ahead of any use), or
+    whose maximum is taken by Python's max before any arithmetic, can be told from a loop.
+    A term of an array computed from the row (``reads`` set) notes each addition as a sum of
+    its position, as Python's sum over ``np.exp(s - m)`` does.
+    """
+
+    def _noted(self, kind: str) -> None:
+        events = self.__dict__.get("events")
+        position = self.__dict__.get("position", -1)
+        if events is not None:
+            events.append((kind, position))
+        reads = self.__dict__.get("reads")
+        if reads is not None and kind == "sum":
+            reads.append(("sum", position, position))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        for x in inputs:
+            if isinstance(x, _Score):
+                x._noted("use")
+        plain = [_plain(x) for x in inputs]
+        return getattr(ufunc, method)(*plain, **kwargs)
+
+    __hash__ = np.float64.__hash__
+
+
+def _plain(x: Any) -> Any:
+    """x as a plain float64 if it is a _Score (without calling its own __float__)."""
+    return np.float64(float.__float__(x)) if isinstance(x, _Score) else x
+
+
+def _noting(name: str, kind: str):
+    base = getattr(np.float64, name)
+
+    def method(self, *args):
+        for x in (self, *args):
+            if isinstance(x, _Score):
+                x._noted(kind)
+        plain = [_plain(x) for x in args]
+        return base(_plain(self), *plain)
+
+    return method
+
+
+for _names, _kind in (
+    ("__add__ __radd__", "sum"),
+    ("__sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __pow__ __rpow__", "use"),
+    ("__neg__ __float__", "use"),
+    ("__lt__ __le__ __gt__ __ge__ __eq__ __ne__ __bool__", "cmp"),
+):
+    for _name in _names.split():
+        setattr(_Score, _name, _noting(_name, _kind))
+
+
 class _CountingRow(np.ndarray):
     """An array of scores that notes the most entries a max or sum reduced at once.
 
     Every array computed from it (slices, ``s - m``, ``np.exp(...)``) shares the same
     records: ``widest[0]``, and ``reads``, the order of its maxima ("max", also argmax, sort
-    and reading scores one by one) and sums ("sum"), each with the first and last position
-    in the row it took in. ``positions`` holds each entry's position in the original row
-    (None once that is lost). Everything else behaves as a plain float array.
+    and reading scores one by one) and sums ("sum", also reading one by one an array computed
+    from the row, such as ``np.exp(s - m)``, as Python's sum does), each with the first and
+    last position in the row it took in. ``positions`` holds each entry's position in the
+    original row (None once that is lost); ``derived`` says whether the array was computed
+    from the row rather than cut or copied from it. ``events`` notes each score read on its
+    own from the row ("read") and its first use ("use"), and whole-row ``tolist()`` copies
+    ("copy"). Everything else behaves as a plain float array.
     """
 
     widest: list[int]
     reads: list[tuple[str, int, int]]
+    events: list[tuple[str, int]]
     positions: np.ndarray | None
+    derived: bool
 
     def __array_finalize__(self, obj: Any) -> None:
         self.widest = getattr(obj, "widest", [0])
         self.reads = getattr(obj, "reads", [])
+        self.events = getattr(obj, "events", [])
+        self.derived = getattr(obj, "derived", False)
         self.positions = None
 
     def _note(self, kind: str, count: int, positions: Any) -> None:
@@ -764,8 +829,14 @@ class _CountingRow(np.ndarray):
             return result
         if isinstance(result, _CountingRow):
             result.positions = picked if np.shape(picked) == result.shape else None
-        else:  # one score read on its own, as a loop or Python's max does
+        elif np.ndim(picked) == 0 and self.derived:  # a term, e.g. of Python's sum
+            result = _Score(result)
+            result.reads, result.position = self.reads, int(picked)
+        elif np.ndim(picked) == 0:  # one score read on its own, as a loop or Python's max does
             self._note("max", 1, picked)
+            self.events.append(("read", int(picked)))
+            result = _Score(result)
+            result.events, result.position = self.events, int(picked)
         return result
 
     def __iter__(self):
@@ -776,8 +847,13 @@ class _CountingRow(np.ndarray):
             yield self[k]
 
     def tolist(self):
-        if self.ndim == 1:
-            self._note("max", 0, self.positions)
+        if self.ndim != 1 or self.positions is None or not self.positions.size:
+            return super().tolist()
+        if self.derived:  # its terms still note being summed
+            return [self[k] for k in range(self.shape[0])]
+        self._note("max", 0, self.positions)
+        first, last = int(np.min(self.positions)), int(np.max(self.positions))
+        self.events.extend([("copy", first), ("copy", last)])
         return super().tolist()
 
     def astype(self, *args, **kwargs):
@@ -846,6 +922,7 @@ class _CountingRow(np.ndarray):
             if type(r) is np.ndarray:
                 r = r.view(_CountingRow)
                 r.widest, r.reads, r.positions = self.widest, self.reads, source
+                r.events, r.derived = self.events, True
             return r
 
         return tuple(counted(r) for r in result) if isinstance(result, tuple) else counted(result)
@@ -860,6 +937,7 @@ def _run_on_counting_row(answer, scores, block_size, timeout) -> _CountingRow | 
     (it then passed on plain arrays, so the result stands)."""
     row = np.array(scores, dtype=np.float64).view(_CountingRow)
     row.widest, row.reads, row.positions = [0], [], np.arange(row.size)
+    row.events, row.derived = [], False
 
     def run():
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -888,6 +966,40 @@ def _never_read(row: _CountingRow) -> bool:
     its scores: it converted the row first (``np.asarray``, ``np.array``), so the order of
     its reads is hidden."""
     return not row.reads and row.widest[0] == 0
+
+
+def _copied_ahead(row: _CountingRow, block_size: int) -> bool:
+    """Whether the answer copied more than one block of the row before using it: a whole-row
+    ``tolist()``, or ``list(scores)`` / ``[x for x in scores]`` (a score of a later block read
+    while one of an earlier block was still unused). The copy hides the order of its reads."""
+    unused: set[int] = set()
+    copied: list[int] = []
+    for kind, position in row.events:
+        if kind == "copy":
+            copied.append(position)
+        elif kind != "read":
+            unused.discard(position)
+        else:
+            if any(q // block_size < position // block_size for q in unused):
+                return True
+            unused.add(position)
+    return any(
+        b // block_size > a // block_size for a, b in zip(copied[::2], copied[1::2], strict=True)
+    )
+
+
+def _whole_max_first(row: _CountingRow, block_size: int) -> bool:
+    """Whether the answer read every block's scores one by one (as Python's max does) before
+    it used any score in arithmetic or a sum: a maximum of the whole row first, a first pass."""
+    blocks, every = set(), -(-row.size // block_size)
+    for kind, position in row.events:
+        if kind in ("use", "sum"):
+            return False
+        if kind == "read":
+            blocks.add(position // block_size)
+            if len(blocks) == every:
+                return True
+    return False
 
 
 def _read_twice(row: _CountingRow, block_size: int) -> bool:
@@ -925,17 +1037,6 @@ class OnePassCheck(ArrayCheck):
         if row is None:
             return result
         widest, n = row.widest[0], ONE_PASS_ROW.size
-        if _never_read(row):
-            return CheckResult(
-                False,
-                f"Your `{name}` gives the right weights, but the checker cannot see how it "
-                f"reads the row: it never took a maximum or a sum of `scores` itself, probably "
-                f"because it converted it first (`np.asarray(scores)` or `np.array(scores)`), "
-                f"and the converted copy hides the order in which you read the blocks. "
-                f"`scores` is already a float array: work on it directly, without the "
-                f"conversion, and run both cells again.",
-                name,
-            )
         if widest > ONE_PASS_BLOCK:
             return CheckResult(
                 False,
@@ -947,7 +1048,10 @@ class OnePassCheck(ArrayCheck):
                 f"whole row? (A final check such as weights.sum() takes in the whole row too.)",
                 name,
             )
-        if _read_twice(row, ONE_PASS_BLOCK):
+        copied = _never_read(row) or _copied_ahead(row, ONE_PASS_BLOCK)
+        if _read_twice(row, ONE_PASS_BLOCK) or (
+            not copied and _whole_max_first(row, ONE_PASS_BLOCK)
+        ):
             return CheckResult(
                 False,
                 f"Your `{name}` gives the right weights, but in two passes over the row: on "
@@ -957,6 +1061,17 @@ class OnePassCheck(ArrayCheck):
                 f"which is what the online softmax avoids: it reads each block once, and "
                 f"folds its maximum and its sum into m and l before the next block. When a "
                 f"later block raises m, what must happen to the l you have summed so far?",
+                name,
+            )
+        if copied:
+            return CheckResult(
+                False,
+                f"Your `{name}` gives the right weights, but the checker cannot see how it "
+                f"reads the row, probably because it converted it first (`np.asarray(scores)`, "
+                f"`np.array(scores)`, `scores.tolist()`, `list(scores)` or "
+                f"`[x for x in scores]`): the converted copy hides the order in which you read "
+                f"the blocks. `scores` is already a float array: work on it directly, without "
+                f"the conversion, and run both cells again.",
                 name,
             )
         return result

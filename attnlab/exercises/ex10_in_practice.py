@@ -224,20 +224,26 @@ MEMORY_LIMIT = 8 * 2**20
 
 
 @dataclass(frozen=True)
-class LinearMemoryCheck(ArrayCheck):
+class MemoryCheck(ArrayCheck):
     """An ArrayCheck, then one large input on which the answer's peak memory must stay
-    far below one (n, n) matrix: the order of the products, seen through its memory."""
+    far below one (n, n) matrix: the order of the products, seen through its memory.
+
+    ``seed`` draws the large Q, K and V; ``sizes`` names them in messages ("queries and
+    keys", "tokens"); ``quadratic`` says where an (n, n) array comes from and asks the
+    question; ``passed_note`` is added to a PASS.
+    """
+
+    seed: int = 0
+    sizes: str = "tokens"
+    quadratic: str = ""
+    passed_note: str = ""
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         result = super().__call__(answer, name=name, timeout=timeout)
         if not result.passed:
             return result
-        rng = np.random.default_rng(8080)
-        inputs = {
-            "Q": rng.normal(size=(LARGE_N, LARGE_D)),
-            "K": rng.normal(size=(LARGE_N, LARGE_D)),
-            "V": rng.normal(size=(LARGE_N, LARGE_D)),
-        }
+        rng = np.random.default_rng(self.seed)
+        inputs = {k: rng.normal(size=(LARGE_N, LARGE_D)) for k in ("Q", "K", "V")}
         try:
             with silenced():
                 value, peak = measured_peak(
@@ -249,34 +255,25 @@ class LinearMemoryCheck(ArrayCheck):
         if peak > MEMORY_LIMIT:
             return CheckResult(
                 False,
-                f"Your `{name}` gives the right numbers, but on {LARGE_N} queries and keys "
+                f"Your `{name}` gives the right numbers, but on {LARGE_N} {self.sizes} "
                 f"(d = {LARGE_D}) it needed {peak / 2**20:.0f} MiB at its peak, where one "
                 f"{LARGE_N} × {LARGE_N} matrix is {matrix / 2**20:.0f} MiB: somewhere it "
-                f"forms an (n_q, n_k) array, such as φ(Q) φ(K)ᵀ or the weights: the "
-                f"quadratic order. A chain of `@` is evaluated from left to right, so "
-                f"`A @ B @ C` multiplies A by B first, whatever their sizes: where are the "
-                f"brackets in your products? And in the lesson's o_i, φ(q_i) comes out of "
-                f"both sums, the numerator's and the denominator's: what is left inside "
-                f"each once it is taken out, and does it depend on i?",
+                + self.quadratic,
                 name,
             )
-        want = linear_attention_reference(*inputs.values())
+        want = self.reference(*inputs.values())
         if not np.allclose(np.asarray(value, dtype=float), want, rtol=1e-4, atol=1e-6):
             return CheckResult(
                 False,
-                f"Your `{name}` is right on the small inputs but not on {LARGE_N} queries "
-                f"and keys; does it use a fixed size somewhere?",
+                f"Your `{name}` is right on the small inputs but not on {LARGE_N} "
+                f"{self.sizes}; does it use a fixed size somewhere?",
                 name,
             )
         return CheckResult(
             True,
-            result.message
-            + f"\n\nAnd its memory stays linear: on {LARGE_N} queries and keys its peak "
+            result.message + f"\n\nAnd its memory stays linear: on {LARGE_N} {self.sizes} its peak "
             f"was under {MEMORY_LIMIT / 2**20:.0f} MiB, where one {LARGE_N} × {LARGE_N} "
-            f"matrix is {matrix / 2**20:.0f} MiB. Memory is what this check measures, not "
-            f"work: does your function compute φ(q_i)·φ(k_j) for every pair anywhere, one "
-            f"query or one block at a time? That still costs n_q × n_k products; the "
-            f"regrouped order never forms a single one of them.",
+            f"matrix is {matrix / 2**20:.0f} MiB." + self.passed_note,
             name,
         )
 
@@ -286,9 +283,25 @@ register(
     solutions.linear_attention,
     "linear_attention(Q, K, V) -> o_i = Σ_j κ(q_i, k_j) v_j / Σ_j κ(q_i, k_j) with "
     "κ(q, k) = φ(q)·φ(k), φ(x) = elu(x) + 1, shape (n_q, d_v), without an (n_q, n_k) matrix",
-    LinearMemoryCheck(
+    MemoryCheck(
         linear_cases,
         reference=linear_attention_reference,
+        seed=8080,
+        sizes="queries and keys",
+        quadratic=(
+            "forms an (n_q, n_k) array, such as φ(Q) φ(K)ᵀ or the weights: the quadratic "
+            "order. A chain of `@` is evaluated from left to right, so `A @ B @ C` "
+            "multiplies A by B first, whatever their sizes: where are the brackets in your "
+            "products? And in the lesson's o_i, φ(q_i) comes out of both sums, the "
+            "numerator's and the denominator's: what is left inside each once it is taken "
+            "out, and does it depend on i?"
+        ),
+        passed_note=(
+            " Memory is what this check measures, not work: does your function compute "
+            "φ(q_i)·φ(k_j) for every pair anywhere, one query or one block at a time? That "
+            "still costs n_q × n_k products; the regrouped order never forms a single one "
+            "of them."
+        ),
         shape_rule="one output row per query, d_v columns like V: (n_q, d_v)",
         mistakes=LINEAR_MISTAKES,
         shape_hint=(
@@ -396,64 +409,21 @@ def _read_before_update(got, want, inputs):
     )
 
 
-@dataclass(frozen=True)
-class CausalMemoryCheck(ArrayCheck):
-    """An ArrayCheck, then one long input on which the answer's peak memory must stay far
-    below one (n, n) array: the quadratic order under a causal mask needs one, the
-    recurrence (or its prefix sums) only a few (n, d) arrays and the fixed-size state."""
-
-    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
-        result = super().__call__(answer, name=name, timeout=timeout)
-        if not result.passed:
-            return result
-        rng = np.random.default_rng(9090)
-        inputs = {k: rng.normal(size=(LARGE_N, LARGE_D)) for k in ("Q", "K", "V")}
-        try:
-            with silenced():
-                value, peak = measured_peak(
-                    lambda: call_answer(answer, inputs, name=name, timeout=timeout)
-                )
-        except Fail as fail:
-            return CheckResult(False, fail.message, name)
-        matrix = LARGE_N * LARGE_N * 8
-        if peak > MEMORY_LIMIT:
-            return CheckResult(
-                False,
-                f"Your `{name}` gives the right numbers, but on {LARGE_N} tokens "
-                f"(d = {LARGE_D}) it needed {peak / 2**20:.0f} MiB at its peak, where one "
-                f"{LARGE_N} × {LARGE_N} matrix is {matrix / 2**20:.0f} MiB: somewhere it "
-                f"forms an (n, n) array, such as the masked weights of the quadratic order "
-                f"or the causal mask itself. The point of the recurrence is that it never "
-                f"needs one: what does your loop carry from one token to the next, and "
-                f"which shape has it?",
-                name,
-            )
-        want = causal_linear_reference(*inputs.values())
-        if not np.allclose(np.asarray(value, dtype=float), want, rtol=1e-4, atol=1e-6):
-            return CheckResult(
-                False,
-                f"Your `{name}` is right on the small inputs but not on {LARGE_N} tokens; "
-                f"does it use a fixed size somewhere?",
-                name,
-            )
-        return CheckResult(
-            True,
-            result.message
-            + f"\n\nAnd its memory stays linear: on {LARGE_N} tokens its peak was under "
-            f"{MEMORY_LIMIT / 2**20:.0f} MiB, where one {LARGE_N} × {LARGE_N} matrix is "
-            f"{matrix / 2**20:.0f} MiB.",
-            name,
-        )
-
-
 register(
     LESSON,
     solutions.causal_linear_attention,
     "causal_linear_attention(Q, K, V) -> (n, d_v): S_i = S_{i-1} + φ(k_i) v_iᵀ, "
     "z_i = z_{i-1} + φ(k_i), o_i = φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i, in a loop over the tokens",
-    CausalMemoryCheck(
+    MemoryCheck(
         causal_cases,
         reference=causal_linear_reference,
+        seed=9090,
+        quadratic=(
+            "forms an (n, n) array, such as the masked weights of the quadratic order or "
+            "the causal mask itself. The point of the recurrence is that it never needs "
+            "one: what does your loop carry from one token to the next, and which shape "
+            "has it?"
+        ),
         shape_rule="one output row per token, d_v columns like V: (n, d_v)",
         mistakes=CAUSAL_MISTAKES,
         hints=(_read_before_update,),

@@ -14,9 +14,11 @@ Formula: with ``s_ij = c · q_i·k_j / √d`` (c the sharpness), the softmax wei
 ``softmax_j(s_ij − m |i − j|)`` over the keys inside the window ``|i − j| ≤ w``. The
 linear weights are ``φ(c q_i)·φ(k_j) · e^{−m |i − j|}`` over the same keys, each row
 divided by its sum, with ``φ(x) = elu(x) + 1``: the factor ``e^{−m |i − j|}`` is
-the softmax's added bias ``−m |i − j|`` written as a product (it needs the n × n
-matrix again, which is why real linear-attention models build their position
-information differently). Next to the weights, each row's entropy.
+the softmax's added bias ``−m |i − j|`` written as a product. It keeps linear attention
+linear: a causal decay is the recurrence with the state multiplied by ``e^{−m}`` at each
+step (as in RetNet), and over all pairs it is two such recurrences, one forward and one
+backward. The widget draws the n × n weights only to show them. Next to the weights, each
+row's entropy.
 
 Lessons: ``notebooks/09_attention_family.ipynb``, ``notebooks/10_in_practice.ipynb``.
 """
