@@ -154,7 +154,14 @@ def environment_report() -> list[str]:
     lines.append(line)
     all_ok &= ok
 
-    if all_ok:
+    if all_ok and line.startswith(NOTE):
+        # The widget extension is out of this kernel's sight: "everything is in place"
+        # would be more than the report knows.
+        lines.append(
+            f"Nothing is missing from this kernel. If widgets do not appear, the {NOTE} "
+            "lines above say where to look."
+        )
+    elif all_ok:
         lines.append("Everything the course needs is in place.")
     else:
         lines.append(
