@@ -24,7 +24,8 @@ def table(results: dict) -> str:
     if "notebooks" in results:
         lines += ["| lesson | Run All | kernel peak memory |", "| --- | ---: | ---: |"]
         for name, r in results["notebooks"].items():
-            lines.append(f"| `{name}` | {r['seconds']:.1f} s | {r['peak_rss_mb']:.0f} MB |")
+            torch = ", PyTorch imported" if r.get("imports_torch") else ""
+            lines.append(f"| `{name}` | {r['seconds']:.1f} s | {r['peak_rss_mb']:.0f} MB{torch} |")
         total = sum(r["seconds"] for r in results["notebooks"].values())
         lines += [f"| **all lessons** | **{total:.1f} s** | |", ""]
     if "widgets" in results:

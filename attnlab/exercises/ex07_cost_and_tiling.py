@@ -251,14 +251,16 @@ _MERGE_RESCALE = (
 )
 
 
-def _rescaled(m1, l1, o1, m2, l2, o2, m, a, b):
-    """(m, l, o) with part 1's sums multiplied by ``a`` and part 2's by ``b``."""
-    return m, l1 * a + l2 * b, o1 * a + o2 * b
+def _merged_with(new_m, factors):
+    """A merge that takes ``new_m(m1, m2)`` as m and multiplies part 1's and part 2's sums by
+    the two numbers ``factors(m1, m2, m)`` returns: each slip below differs in one of them."""
 
+    def merge(m1, l1, o1, m2, l2, o2):
+        m = new_m(m1, m2)
+        a, b = factors(m1, m2, m)
+        return m, l1 * a + l2 * b, o1 * a + o2 * b
 
-def _factors(m1, m2):
-    m = max(m1, m2)
-    return m, np.exp(m1 - m), np.exp(m2 - m)
+    return merge
 
 
 MERGE_MISTAKES = (
@@ -280,33 +282,19 @@ MERGE_MISTAKES = (
     Mistake(
         "Your rescale factors are upside down: a part whose maximum is below m must "
         "shrink, by e^(m_i − m) ≤ 1, not grow by e^(m − m_i). " + _MERGE_RESCALE,
-        lambda m1, l1, o1, m2, l2, o2: _rescaled(
-            m1,
-            l1,
-            o1,
-            m2,
-            l2,
-            o2,
-            max(m1, m2),
-            np.exp(max(m1, m2) - m1),
-            np.exp(max(m1, m2) - m2),
-        ),
+        _merged_with(max, lambda m1, m2, m: (np.exp(m - m1), np.exp(m - m2))),
     ),
     Mistake(
         "You rescaled the first part's sums but left the second part's as they are. The "
         "second part's maximum can be below m too (here the first part holds the largest "
         "score). " + _MERGE_RESCALE,
-        lambda m1, l1, o1, m2, l2, o2: _rescaled(
-            m1, l1, o1, m2, l2, o2, max(m1, m2), _factors(m1, m2)[1], 1.0
-        ),
+        _merged_with(max, lambda m1, m2, m: (np.exp(m1 - m), 1.0)),
     ),
     Mistake(
         "You rescaled the second part's sums but left the first part's as they are. When "
         "the second part brings a larger maximum, the first part's terms must shrink to "
         "match it. " + _MERGE_RESCALE,
-        lambda m1, l1, o1, m2, l2, o2: _rescaled(
-            m1, l1, o1, m2, l2, o2, max(m1, m2), 1.0, _factors(m1, m2)[2]
-        ),
+        _merged_with(max, lambda m1, m2, m: (1.0, np.exp(m2 - m))),
     ),
     Mistake(
         "Your third number is o / l, the attention output itself. Keep o unnormalised, a "
@@ -328,23 +316,16 @@ MERGE_MISTAKES = (
         "You started the maximum at 0 (max(0, m1, m2)): when every score is below 0, that "
         "is not the largest score of the row. The merged m must be the largest score "
         "itself, so that the largest term of l is exactly 1.",
-        lambda m1, l1, o1, m2, l2, o2: _rescaled(
-            m1,
-            l1,
-            o1,
-            m2,
-            l2,
-            o2,
-            max(0.0, m1, m2),
-            np.exp(m1 - max(0.0, m1, m2)),
-            np.exp(m2 - max(0.0, m1, m2)),
+        _merged_with(
+            lambda m1, m2: max(0.0, m1, m2),
+            lambda m1, m2, m: (np.exp(m1 - m), np.exp(m2 - m)),
         ),
     ),
     Mistake(
         "You took the second part's maximum as the new m, even when the first part's is "
         "larger. Then e^(m1 − m2) can overflow (e^997 is inf). A running maximum never goes "
         "down: which m do both parts' scores stay below?",
-        lambda m1, l1, o1, m2, l2, o2: _rescaled(m1, l1, o1, m2, l2, o2, m2, np.exp(m1 - m2), 1.0),
+        _merged_with(lambda m1, m2: m2, lambda m1, m2, m: (np.exp(m1 - m2), 1.0)),
     ),
 )
 

@@ -151,7 +151,7 @@ def evaluation_batch(
 
 
 # At most this many numbers in K at a time when many sequences go through a forward pass.
-_FORWARD_NUMBERS = 1 << 22
+_FORWARD_NUMBERS = 1 << 19
 
 
 def _parts(batch: Batch, params: Mapping[str, np.ndarray], task: Task, chunk: int):
@@ -383,9 +383,14 @@ def score_growth(task: Task, runs: Mapping[str, Run]) -> dict[str, dict[str, np.
         spread, norm = (np.empty((len(run.seeds), len(steps))) for _ in range(2))
         for c, t in enumerate(steps):
             params = run.weights[t]
-            f = forward(params, task, batch, scales)
-            scores = (f.q_in @ np.swapaxes(f.K, -1, -2)) * f.attention_scale  # (M, B, 1, n_pairs)
-            spread[:, c] = scores.std(axis=-1).mean(axis=(1, 2))
+            spreads = []
+            for part in _parts(batch, params, task, chunk=256):
+                f = forward(params, task, part, scales)
+                scores = (
+                    f.q_in @ np.swapaxes(f.K, -1, -2)
+                ) * f.attention_scale  # (M, b, 1, n_pairs)
+                spreads.append(scores.std(axis=-1))
+            spread[:, c] = np.concatenate(spreads, axis=1).mean(axis=(1, 2))
             norm[:, c] = np.linalg.norm(params["W_Q"], axis=(1, 2))
         growth[name] = {"steps": np.array(steps), "spread": spread, "norm_W_Q": norm}
     return growth
