@@ -396,6 +396,12 @@ def test_twin_table_claims_and_figure(twins, capsys):
     assert len(capsys.readouterr().out.splitlines()) == 7
     fig = lesson.plot_curves(twins, divisors=lesson.TWIN_CORNERS, entropy_row=False)
     assert len(fig.axes[0].get_lines()) >= len(lesson.TWIN_CORNERS)
+    # The middle corners are dashed, without bands, and labelled in mathtext.
+    styles = {line.get_label(): line.get_linestyle() for line in fig.axes[0].get_lines()}
+    for corner in lesson.TWIN_CORNERS[1:3]:
+        assert styles[lesson.PLOT_LABELS[corner]] == "--"
+        assert "$" in lesson.PLOT_LABELS[corner]
+    assert len(fig.axes[0].collections) == 2  # the bands of ÷√d_k and ÷1 only
     matplotlib.pyplot.close("all")
 
 
@@ -727,6 +733,10 @@ grad_q = solutions.attention_grad_q  # not the course's own: the checker refuses
             "swapped the arguments of `softmax_backward`",
         ),
         (lambda Q, K, V, G, s: attnlab.softmax(s * Q @ K.T).T @ G, "which is ∂L/∂V"),
+        (
+            lambda Q, K, V, G, s: s * (attnlab.softmax(s * Q @ K.T) * (G @ V.T)) @ K,
+            "stops at P ⊙ ∂L/∂P",
+        ),
     ],
 )
 def test_attention_grad_q_names_new_mistakes(answer, phrase):
@@ -737,6 +747,30 @@ def test_attention_grad_q_names_new_mistakes(answer, phrase):
     for name in ("Q =", "K =", "V =", "grad_O =", "scale = 0.577 (1/√3)"):
         assert name in result.message, name
     assert "np.float64" not in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (lambda Q, K, V, G, s: -grad_q(Q, K, V, G, s), "with every sign flipped"),
+        (lambda Q, K, V, G, s: 3 * grad_q(Q, K, V, G, s), "is 3 times the right one"),
+        (
+            lambda Q, K, V, G, s: (  # the softmax's step inline, subtracting the wrong way
+                s
+                * (lambda P, g: P * ((P * g).sum(-1, keepdims=True) - g))(
+                    attnlab.softmax(s * Q @ K.T), G @ V.T
+                )
+                @ K
+            ),
+            "with every sign flipped",
+        ),
+    ],
+)
+def test_attention_grad_q_names_a_sign_or_a_constant_factor(answer, phrase):
+    result = check("attention_grad_q", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+    assert "largest difference" not in result.message
 
 
 def test_attention_grad_q_shape_hint_asks_rather_than_tells():

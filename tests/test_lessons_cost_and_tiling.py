@@ -791,6 +791,16 @@ def _builtin_blocks(scores, block_size):
     return (np.exp(scores - m) / total).tolist()
 
 
+def _block_unpacked_into_max(scores, block_size):
+    m, total = -np.inf, 0.0
+    for start in range(0, len(scores), block_size):
+        block = scores[start : start + block_size]
+        new = np.max([m, *block])  # one block read score by score: not a copy of the row
+        total = total * np.exp(m - new) + np.exp(block - new).sum()
+        m = new
+    return np.exp(scores - m) / total
+
+
 def _python_two_pass(scores, block_size):
     m = max(scores)  # every score read before any is used
     total = sum(math.exp(s - m) for s in scores)
@@ -836,6 +846,7 @@ def _scalar_loop_normalised_by(finish):
     [
         _scalar_loop,
         _builtin_blocks,
+        _block_unpacked_into_max,
         _scalar_loop_normalised_by(lambda e, total: [x / total for x in e]),
         _scalar_loop_normalised_by(lambda e, total: list(e / total)),
     ],

@@ -186,3 +186,29 @@ def test_the_query_written_before_the_stacked_keys_gets_its_own_hint():
     result = check("new_token_scores", q_before_keys)
     assert not result
     assert "the wrong way round" in result.message and "K @ q" in result.message
+
+
+def test_the_column_vector_habit_and_a_shuffled_order_are_named():
+    def columns(x_new, K_cache, W_Q, W_K):  # W @ x, as for a column vector
+        return np.vstack([K_cache, W_K @ x_new]) @ (W_Q @ x_new)
+
+    result = check("new_token_scores", columns)
+    assert (
+        "column-vector habit" in result.message and "W_Q @ x_new and W_K @ x_new" in result.message
+    )
+    for reorder in (lambda s: s[::-1], lambda s: np.r_[s[1::-1], s[2:]]):
+
+        def shuffled(x_new, K_cache, W_Q, W_K, reorder=reorder):
+            return reorder(solutions.new_token_scores(x_new, K_cache, W_Q, W_K))
+
+        assert (
+            "the right numbers, but in the wrong order"
+            in check("new_token_scores", shuffled).message
+        )
+
+
+def test_an_entry_by_entry_product_and_the_l1_norm_are_named():
+    star = check("score_matrix", lambda W_Q, W_K: W_Q * W_K.T).message
+    assert "entry by entry" in star and "`@`" in star
+    l1 = check("best_key", lambda q, length: length * q / np.linalg.norm(q, ord=1)).message
+    assert "L1 norm" in l1

@@ -352,6 +352,30 @@ def test_alibi_errors_and_a_missing_last_head_are_named(answer, phrase):
     assert phrase in result.message
 
 
+def _alibi_with_slopes(slopes):
+    return lambda n, H: (
+        -np.asarray(slopes(H))[:, None, None]
+        * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        # slopes written for 8 heads: right at H = 8 only
+        (_alibi_with_slopes(lambda H: 0.5 ** np.arange(1, H + 1)), "only when H = 8"),
+        (_alibi_with_slopes(lambda H: [0.5**h for h in range(1, H + 1)]), "only when H = 8"),
+        (_alibi_with_slopes(lambda H: 0.5 ** np.arange(H)), "Your head 0 has slope 1, and"),
+        # the right exponent on base e
+        (_alibi_with_slopes(lambda H: np.exp(-8 * np.arange(1, H + 1) / H)), "powers of e"),
+    ],
+)
+def test_alibi_slopes_for_8_heads_or_on_base_e_are_named(answer, phrase):
+    result = check("alibi_biases", answer)
+    assert not result.passed
+    assert phrase in result.message
+
+
 def test_index_hint_is_added_only_where_an_exercise_gives_one():
     from attnlab.exercises.arrays import ArrayCheck, Case
 

@@ -296,7 +296,6 @@ def test_figures_draw():
     for fig in (
         in_practice.plot_sharpness([1, 2], curves, 0.5),
         in_practice.plot_sharpness([1, 2], curves, 0.5, n_keys=3),
-        in_practice.plot_linear_cost([8, 16], [1e3, 4e3], [1e2, 2e2]),
     ):
         assert fig.axes
         plt.close(fig)
@@ -369,6 +368,29 @@ def test_zeroing_the_weights_after_the_softmax_is_named():
     result = check("sdpa_weights", after)
     assert not result.passed
     assert "*after* the softmax" in result.message and "less than 1" in result.message
+
+
+@pytest.mark.parametrize(("zero_bool", "zero_causal"), [(True, False), (False, True), (True, True)])
+def test_zeroing_the_hidden_scores_is_named_wherever_it_happens(zero_bool, zero_causal):
+    # `S * attn_mask` or `np.tril(S)`: the hidden keys score 0, and e⁰ = 1.
+    def zeroed(q, k, attn_mask=None, is_causal=False, scale=None):
+        S = q @ np.swapaxes(k, -1, -2) * (q.shape[-1] ** -0.5 if scale is None else scale)
+        if is_causal:
+            S = (
+                np.tril(S)
+                if zero_causal
+                else np.where(attnlab.causal_mask(*S.shape[-2:]), S, -np.inf)
+            )
+        if attn_mask is not None and attn_mask.dtype == bool:
+            S = S * attn_mask if zero_bool else np.where(attn_mask, S, -np.inf)
+        elif attn_mask is not None:
+            S = S + attn_mask
+        return attnlab.softmax(S)
+
+    result = check("sdpa_weights", zeroed)
+    assert not result.passed
+    assert result.message.startswith("Your hidden keys got a score of 0"), result.message
+    assert "-inf" not in result.message and "−∞" not in result.message.split("\n\n")[0]
 
 
 @pytest.mark.parametrize("mistake", ex.SDPA_MISTAKES, ids=lambda m: m.message[:30])
@@ -451,6 +473,20 @@ def test_reading_before_the_update_with_a_guard_is_named():
     result = check("causal_linear_attention", guarded)
     assert not result.passed
     assert "one token behind" in result.message and "special case" in result.message
+
+
+def test_a_z_kept_as_one_number_is_named_when_matmul_refuses_it():
+    def scalar_z(Q, K, V):
+        fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+        S, z, out = np.zeros((K.shape[1], V.shape[1])), 0.0, []
+        for i in range(len(Q)):
+            S, z = S + np.outer(fk[i], V[i]), z + fk[i].sum()
+            out.append(fq[i] @ S / (fq[i] @ z))
+        return np.array(out)
+
+    result = check("causal_linear_attention", scalar_z)
+    assert not result.passed
+    assert "a single number" in result.message and "Is it z?" in result.message
 
 
 def test_an_outer_product_the_wrong_way_round_gets_the_shape_hint():

@@ -1,5 +1,6 @@
 """The exercises of lesson 00: their feedback asks rather than tells."""
 
+import numpy as np
 import pytest
 
 from attnlab import check
@@ -39,3 +40,52 @@ def test_wrong_shapes_are_named(answer, phrase):
     result = check("output_shape", answer)
     assert not result.passed
     assert phrase in result.message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda n_q, n_k, d_k, d_v: (2.0, 4.0),
+        lambda n_q, n_k, d_k, d_v: (n_q / 1, d_v),
+        lambda n_q, n_k, d_k, d_v: np.array([n_q, d_v], dtype=float),
+    ],
+)
+def test_a_shape_of_floats_fails(answer):
+    result = check("output_shape", answer)
+    assert not result.passed
+    assert "whole numbers (ints)" in result.message and "?" in result.message
+
+
+def test_the_output_array_itself_is_asked_for_its_shape():
+    result = check("output_shape", lambda n_q, n_k, d_k, d_v: np.zeros((n_q, d_v)))
+    assert not result.passed
+    assert "array of shape (2, 4) rather than a shape" in result.message
+    assert "`.shape`" in result.message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda n_q, n_k, d_k, d_v: [n_q, d_v],
+        lambda n_q, n_k, d_k, d_v: np.array([n_q, d_v]),
+        lambda n_q, n_k, d_k, d_v: np.zeros((n_q, d_v)).shape,
+    ],
+)
+def test_whole_number_shapes_in_any_container_pass(answer):
+    assert check("output_shape", answer).passed
+
+
+@pytest.mark.parametrize(
+    ("decimals", "says"), [(1, "1 decimal."), (2, "2 decimals"), (3, "3 decimals")]
+)
+def test_a_rounded_factor_is_named(decimals, says):
+    result = check("scale_factor", lambda d_k: round(1 / np.sqrt(d_k), decimals))
+    assert not result.passed
+    assert f"rounded to {says}" in result.message
+
+
+def test_another_wrong_number_is_not_restated_with_other_digits():
+    # The example below the hint shows the number with 3 decimals; the hint does not repeat it.
+    result = check("scale_factor", lambda d_k: 1 / np.sqrt(d_k + 1))
+    assert not result.passed
+    assert "0.4472" not in result.message and "for d_k = 4" in result.message

@@ -202,6 +202,8 @@ def test_masked_attention_names_the_slip(answer, phrase):
         (lambda A, j, delta: np.outer(A[j], delta), "row j of A"),
         (lambda A, j, delta: np.outer(np.full(len(A), A[:, j].sum()), delta), "total weight"),
         (lambda A, j, delta: np.tile(delta, (len(A), 1)), "the whole change"),
+        (lambda A, j, delta: 2 * np.outer(A[:, j], delta), "2 times the right one"),
+        (lambda A, j, delta: np.outer(A[:, j] ** 2, delta), "wrong in rows 0, 1, 2"),
     ],
 )
 def test_output_change_names_the_slip(answer, phrase):
@@ -209,6 +211,8 @@ def test_output_change_names_the_slip(answer, phrase):
 
     result = check("output_change", answer)
     assert not result.passed and phrase in result.message
+    # The expected change, a column of A times δ, could be read off next to A.
+    assert "Expected" not in result.message and "expected" not in result.message.lower()
 
 
 @pytest.mark.parametrize("shift", [0.0, 7.5, -100.0])
@@ -322,3 +326,34 @@ def test_collapse_picture_shares_the_axes_along_each_row():
         assert len({ax.get_xlim() for ax in row}) == 1 and len({ax.get_ylim() for ax in row}) == 1
     assert rows[0, 0].get_xlim() != rows[1, 0].get_xlim()
     plt.close(fig)
+
+
+def test_the_residual_stack_never_brings_two_points_closer(capsys):
+    # z ↦ z + ∇φ(z) with φ convex (log-sum-exp) for Q = K = V: distances cannot shrink.
+    from attnlab.lessons.values import seed_survey, stacked_attention
+
+    for seed in range(50):
+        Z = np.random.default_rng(seed).normal(size=(5, 3)) * (1 + seed % 4)
+        run = stacked_attention(Z, 6, residual=True)
+        for before, after in zip(run, run[1:], strict=False):
+            d0 = np.linalg.norm(before[:, None] - before[None], axis=-1)
+            d1 = np.linalg.norm(after[:, None] - after[None], axis=-1)
+            assert np.all(d1 >= d0 * (1 - 1e-9))
+    seed_survey()
+    printed = capsys.readouterr().out
+    assert "seeds above 1% of their spread: [3, 6, 14]" in printed
+    assert "no distance between two points shrank: True" in printed
+
+
+def test_hull_picture_marks_the_mean_away_from_every_label():
+    import matplotlib.pyplot as plt
+
+    from attnlab.lessons.values import hull_picture
+
+    V = np.array([[0.0, 0.0], [3.0, -0.5], [2.5, 2.5], [0.5, 3.0], [0.8, 2.0]])
+    ax = hull_picture(V, {"flat": np.tile(V.mean(axis=0), (3, 1))})
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "mean of the rows" in labels
+    # Section 1's v4 sits well away from the mean, where the flat outputs gather.
+    assert np.linalg.norm(V[4] - V.mean(axis=0)) > 0.5
+    plt.close(ax.figure)

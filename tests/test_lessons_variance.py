@@ -154,6 +154,7 @@ def test_right_numbers_pass(value):
         (22.63, "ONE score"),
         (2 * ONE, "added the two standard deviations"),
         (45.25, "added the two standard deviations"),
+        (45, "added the two standard deviations"),  # a rounded 2·√512: slips match within 1 %
         (0, "does not cancel"),
         (1024, "the variance of the difference"),
         (np.int64(1024), "the variance of the difference"),
@@ -170,7 +171,8 @@ def test_right_numbers_pass(value):
         (32.6, "looks like a measured value"),
         (31, "looks like a measured value"),
         (100, "Not quite"),
-        (22.72, "Not quite"),
+        (22.72, "ONE score"),
+        (24, "Not quite"),
     ],
 )
 def test_classic_wrong_numbers_are_named(value, phrase):
@@ -238,7 +240,7 @@ def test_an_answer_cell_that_has_not_run_gets_a_friendly_message():
 def test_check_takes_the_number_itself():
     assert check("std_512", STD).passed
     assert "variance of one score" in check("std_512", 512).message
-    assert "d_k of Section 4" in check("std_512", 64).message
+    assert "d_k of Section 5" in check("std_512", 64).message
     assert "is None" in check("std_512", None).message
 
 
@@ -327,6 +329,7 @@ def test_each_raw_panel_gets_bins_a_quarter_of_its_std_wide():
         (lambda d_k: np.sqrt(d_k / 3), "used the entry variance 1/3 once"),
         (lambda d_k: np.sqrt(2 * d_k / 3), "added the two variances"),
         (lambda d_k: np.sqrt(d_k) // 3, "floor division"),
+        (lambda d_k: (d_k // 9) ** 0.5, "floor division"),
         (lambda d_k: 1.005 * np.sqrt(d_k) / 3, "estimate"),
         (lambda d_k: 1 / 3, "ONE product"),
         (lambda d_k: 0.7 * np.sqrt(d_k), "Two steps"),
@@ -346,6 +349,12 @@ def test_uniform_divisor_gives_unit_variance():
     q, k = rng.uniform(-1, 1, size=(2, 20_000, 64))
     c = solutions.uniform_divisor(64)
     assert ((q * k).sum(axis=1) / c).var() == pytest.approx(1.0, rel=0.05)
+
+
+def test_dividing_by_the_whole_shape_is_named():
+    result = check("scaled_scores", lambda Q, K: Q @ K.T / np.sqrt(Q.shape))
+    assert not result.passed and "`Q.shape` is the whole shape" in result.message
+    assert "`Q @ K.T` is" not in result.message  # not the matmul hint
 
 
 def test_a_square_root_of_the_scores_is_named():
@@ -376,3 +385,38 @@ def test_a_shared_matrix_keeps_the_scaled_self_score_near_sqrt_d_k():
 def test_scaled_rows_stay_spread_out_at_large_d_k():
     rng = np.random.default_rng(16)
     assert lesson.share_of_dominated_rows(512, 256, 500, rng, scale=True) < 0.02
+
+
+# ------------------------------------------- how close to d_k: the ±2 standard-error band
+
+
+def test_relative_standard_error_follows_the_kurtosis():
+    d_ks = [1, 4, 512]
+    normal = lesson.relative_standard_error(d_ks, 20_000, lesson.FOURTH_MOMENTS["normal"])
+    np.testing.assert_allclose(normal, np.sqrt((2 + 6 / np.array(d_ks)) / 20_000))
+    rademacher = lesson.relative_standard_error(d_ks, 20_000, lesson.FOURTH_MOMENTS["rademacher"])
+    assert rademacher[0] == 0  # a ±1 score at d_k = 1 is always ±1: its variance cannot miss
+    assert np.all(rademacher[1:] < normal[1:])
+    # It matches the spread of many measured variances.
+    rng = np.random.default_rng(18)
+    ratios = [np.var(lesson.dot_product_samples(4, 2000, rng, "uniform"), ddof=1) / 4
+              for _ in range(300)]  # fmt: skip
+    se = lesson.relative_standard_error([4], 2000, lesson.FOURTH_MOMENTS["uniform"])[0]
+    assert np.std(ratios) == pytest.approx(se, rel=0.15)
+
+
+def test_ratio_figure_has_one_panel_per_distribution_with_a_band():
+    import matplotlib.pyplot as plt
+
+    d_ks = [1, 4, 16]
+    by_dist = {d: lesson.measured_variances(d_ks, 2000, np.random.default_rng(19), d)
+               for d in lesson.DISTRIBUTIONS}  # fmt: skip
+    fig = lesson.plot_variance_ratios(d_ks, by_dist, 2000, lesson.FOURTH_MOMENTS)
+    assert len(fig.axes) == 3
+    for ax, dist in zip(fig.axes, lesson.DISTRIBUTIONS, strict=True):
+        assert ax.get_title() and ax.get_xlabel() == "d_k"
+        assert ax.collections  # the shaded band
+        y = ax.lines[-1].get_ydata()
+        np.testing.assert_allclose(y, by_dist[dist] / np.array(d_ks))
+    assert fig.axes[0].get_ylabel() == "Var(q·k) / d_k"
+    plt.close("all")

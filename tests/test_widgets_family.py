@@ -25,11 +25,10 @@ def default_qk():
 
 def test_builds_with_no_arguments_and_shows_plain_softmax_attention():
     w = family_explorer()
-    assert set(w.controls) == {"mixing", "slope", "window", "sharpness"}
+    assert set(w.controls) == {"mixing", "slope", "sharpness"}
     Q, K = default_qk()
     np.testing.assert_allclose(w.shown["weights"], attnlab.softmax(Q @ K.T / np.sqrt(8)))
     np.testing.assert_allclose(w.shown["entropy"], attnlab.entropy(w.shown["weights"]))
-    assert w.shown["kept"] == 16 * 16
     assert "<b>softmax</b>" in w.readout.value
 
 
@@ -51,14 +50,32 @@ def test_the_alibi_slope_is_added_to_the_scores():
 
 
 @pytest.mark.parametrize("mixing", ["softmax", "linear"])
-def test_the_window_zeroes_far_keys_and_counts_what_it_keeps(mixing):
+def test_every_query_sees_every_key_whatever_the_settings(mixing):
     w = family_explorer()
     w.controls["mixing"].value = mixing
-    w.controls["window"].value = 2
-    far = ~family.local_mask(16, 2)
-    assert w.shown["weights"][far].max() == 0.0
+    w.controls["slope"].value = 2.0
+    w.controls["sharpness"].value = 0.25
+    assert (w.shown["weights"] > 0).all()
     np.testing.assert_allclose(w.shown["weights"].sum(axis=1), 1.0)
-    assert w.shown["kept"] == family.scores_kept(16, "local", window=2)
+    assert "over all 16 keys" in w.readout.value
+
+
+def test_the_lessons_answer_a_decay_sharpens_linear_attention_by_position_only():
+    # The lesson's Answer: with m = 0, raising c from 1 to 16 barely moves linear
+    # attention's mean largest weight; with m = 1 its rows are much sharper, and c still
+    # changes almost nothing, where softmax's rows turn one-hot.
+    w = family_explorer()
+
+    def mean_largest(mixing, slope, sharpness):
+        w.controls["mixing"].value = mixing
+        w.controls["slope"].value = slope
+        w.controls["sharpness"].value = sharpness
+        return w.shown["largest"].mean()
+
+    for slope in (0.0, 1.0):
+        assert abs(mean_largest("linear", slope, 16.0) - mean_largest("linear", slope, 1.0)) < 0.05
+    assert mean_largest("linear", 1.0, 1.0) > 4 * mean_largest("linear", 0.0, 1.0)
+    assert mean_largest("softmax", 0.0, 16.0) > 3 * mean_largest("softmax", 0.0, 1.0)
 
 
 def test_sharpness_makes_softmax_one_hot_but_not_linear_attention():
@@ -85,8 +102,7 @@ def test_learner_q_and_k():
     w = family_explorer(Q=Q, K=Q)
     assert w.shown["weights"].shape == (5, 5)
     Qa = np.array(Q, dtype=float)
-    np.testing.assert_allclose(w.shown["weights"], family_weights(Qa, Qa, "softmax", 0.0, 4, 1.0))
-    assert w.controls["window"].max == 4
+    np.testing.assert_allclose(w.shown["weights"], family_weights(Qa, Qa, "softmax", 0.0, 1.0))
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ def test_default_slider_is_powers_of_two(widget):
     # It starts at 16, where both panels already show something: a visible histogram on
     # the left, and a raw row that has begun to pile up on one key on the right.
     assert slider.value == 16 and widget.shown["d_k"] == 16
-    assert widget.shown["top_weight_raw"] > 5 * widget.shown["top_weight_scaled"]
+    assert widget.shown["median_top_raw"] > 5 * widget.shown["median_top_scaled"]
     assert widget.view.image.value  # drawn once at build time
 
 
@@ -111,40 +111,37 @@ def test_the_dropdown_switches_the_entries_distribution():
     assert abs(w.shown["raw_std"] - 8.0) < 0.5
 
 
-def test_the_right_panel_shows_one_row_collapse_without_the_division(widget):
-    # One fixed query against 256 fixed keys: raw scores hand one key more and more of
-    # the row as d_k grows, scaled ones keep the row spread out whatever d_k is.
+def test_the_right_panel_shows_the_largest_weights_of_many_rows(widget):
+    # 200 fixed queries against 256 fixed keys: raw scores hand one key more and more of
+    # each row as d_k grows, scaled ones keep the rows spread out whatever d_k is.
     slider = widget.controls["d_k"]
     slider.value = 1
-    np.testing.assert_array_equal(widget.shown["row_raw"], widget.shown["row_scaled"])  # √1 = 1
-    raw, scaled = [], []
-    for d in (4, 16, 64, 512):
-        slider.value = d
-        row = widget.shown["row_raw"]
-        assert row.shape == (12,) and np.all(np.diff(row) <= 0)  # largest first
-        raw.append(widget.shown["top_weight_raw"])
-        scaled.append(widget.shown["top_weight_scaled"])
-        assert widget.shown["top_weight_raw"] == row[0]
-    assert raw[0] < raw[1] < raw[2] and raw[3] > 0.9
-    assert max(scaled) < 0.1
-    assert "256 fixed keys" in widget.readout.value
-    # The lesson asks at which d_k the raw row first gives one key more than half its
-    # weight (32; the scaled row never does), and says that at d_k = 256 this one row has
-    # two keys close together that share the weight: one draw, not the rule.
-    tops = {}
+    np.testing.assert_array_equal(widget.shown["top_raw"], widget.shown["top_scaled"])  # √1 = 1
+    medians, above = [], []
     for d in slider.options:
         slider.value = d
-        tops[d] = (widget.shown["top_weight_raw"], widget.shown["top_weight_scaled"])
-    assert min(d for d, (raw_top, _) in tops.items() if raw_top > 0.5) == 32
-    assert max(scaled_top for _, scaled_top in tops.values()) < 0.5
-    slider.value = 256
-    first, second = widget.shown["row_raw"][:2]
-    assert first < 0.5 and second > 0.3 and first + second > 0.8
+        shown = widget.shown
+        assert shown["top_raw"].shape == shown["top_scaled"].shape == (200,)
+        for label in ("raw", "scaled"):
+            top = shown[f"top_{label}"]
+            assert np.all((top >= 1 / 256 - 1e-12) & (top <= 1))  # between an even spread and 1
+            assert shown[f"top_hist_{label}"].sum() == pytest.approx(1.0)  # every row in a bin
+            assert shown[f"median_top_{label}"] == np.median(top)
+            assert shown[f"above_half_{label}"] == np.mean(top > 0.5)
+        medians.append((shown["median_top_raw"], shown["median_top_scaled"]))
+        above.append(shown["above_half_scaled"])
+    raw = [m for m, _ in medians]
+    assert all(a < b for a, b in zip(raw, raw[1:], strict=False))  # the trend, d_k by d_k
+    assert raw[-1] > 0.9 and max(s for _, s in medians) < 0.1 and max(above) == 0
+    # The lesson asks from which d_k on the median raw row gives one key more than half its
+    # weight: 32 (the median scaled row never does).
+    assert min(d for d, (m, _) in zip(slider.options, medians, strict=True) if m > 0.5) == 32
+    assert "200 fixed queries" in widget.readout.value and "256 fixed keys" in widget.readout.value
     slider.value = 1
 
 
 def test_the_readout_does_not_change_the_histograms():
-    # The row of the right panel comes from a generator of its own.
+    # The rows of the right panel come from a generator of their own.
     from attnlab.lessons.variance import samples_by_dk
 
     w = variance_explorer([4, 64], n_samples=500, seed=7)

@@ -8,6 +8,7 @@ import numpy as np
 
 from . import solutions
 from .arrays import ArrayCheck, Case, Mistake
+from .messages import Fail, shape_text
 from .registry import register
 
 
@@ -47,7 +48,42 @@ MISTAKES = (
         "argument `d_k`?",
         lambda d_k: 0.5,
     ),
+    # `1 / d_k**2` and `d_k ** -2`: a square where the formula has a square root.
+    Mistake(
+        "You returned 1/d_k²: multiplying by it divides the scores by d_k squared. The "
+        "formula divides by the square *root* of d_k: which power of d_k is that?",
+        lambda d_k: 1 / d_k**2,
+    ),
 )
+
+
+def rounded(got, want, inputs) -> str | None:
+    """The right number rounded, e.g. `round(..., 2)`: it passes d_k = 4 (0.5) by luck."""
+    if got.shape != () or not np.isfinite(got.astype(np.float64)):
+        return None
+    for decimals in range(1, 6):
+        if np.isclose(float(got), round(float(want), decimals), rtol=1e-9, atol=1e-12):
+            return (
+                f"Your number is the right one rounded to {decimals} decimal"
+                f"{'s' * (decimals != 1)}. Rounding is for showing a number, and each digit "
+                "you drop changes the scores a little. Where does your function round, and "
+                "could it return the full number instead?"
+            )
+    return None
+
+
+def another_number(got, want, inputs) -> str | None:
+    """Any other wrong finite number. The general message repeats the number with 4 digits
+    where the example below shows 3, so this one leaves the number to the example."""
+    if got.shape != () or not np.isfinite(got.astype(np.float64)):
+        return None
+    return (
+        f"Your `scale_factor` returns a different number for d_k = {inputs['d_k']} (both "
+        "numbers are shown below). Work out the factor for this d_k by hand: multiplying by "
+        "it must do the same as dividing by √d_k. Which step of your function gives "
+        "something else?"
+    )
+
 
 register(
     "notebooks/00_start_here.ipynb",
@@ -58,6 +94,7 @@ register(
         reference=solutions.scale_factor,
         shape_rule="one factor for one d_k, not an array",
         mistakes=MISTAKES,
+        hints=(rounded, another_number),
     ),
 )
 
@@ -148,6 +185,26 @@ def rows_or_columns(got, want, inputs) -> str:
     )
 
 
+def whole_numbers(got: np.ndarray, notes: list[str]) -> np.ndarray:
+    """Fail a shape that is not a pair of whole numbers in a way the shape messages would
+    misread: the output array itself, or floats such as (2.0, 4.0)."""
+    if got.ndim >= 2 and got.size != 2:
+        raise Fail(
+            f"Your `output_shape` returned an array of {shape_text(got.shape)} rather than a "
+            "shape. A shape is a pair of whole numbers, (rows, columns). If you built the "
+            "output to measure it, what does its `.shape` give?"
+        )
+    if got.shape == (2,) and got.dtype.kind == "f":
+        shown = ", ".join(repr(float(x)) for x in got)
+        raise Fail(
+            f"Your `output_shape` returned a float (a number with a decimal point) in its "
+            f"pair, read as ({shown}). A shape counts rows and columns, so it holds whole "
+            "numbers (ints), like the `.shape` of an array. Where does a float come in: a "
+            "`/`, or a function that returns floats?"
+        )
+    return got
+
+
 register(
     "notebooks/00_start_here.ipynb",
     solutions.output_shape,
@@ -158,6 +215,7 @@ register(
         shape_rule="two numbers, (rows, columns), like the `.shape` of a matrix",
         mistakes=SHAPE_MISTAKES,
         hints=(rows_or_columns,),
+        prepare=whole_numbers,
         # A shape shown as an array, "(2,): [2 4]", reads worse than the hint's (2, 4).
         show_expected=False,
         show_returned=False,

@@ -85,6 +85,12 @@ BEST_KEY_MISTAKES = (
         "negative, and the length squares them): what is ‖q‖ in NumPy?",
         lambda q, length: length * q / q.sum(),
     ),
+    Mistake(
+        "You divided q by the sum of the absolute values of its entries, Σ|q_m| (the L1 "
+        "norm, which `ord=1` gives). The length ‖q‖ squares the entries before adding them "
+        "up, then takes the square root: what is that in NumPy?",
+        lambda q, length: length * q / np.abs(q).sum(),
+    ),
 )
 
 register(
@@ -138,6 +144,19 @@ def _with_own_key(x_new, K_cache, W_Q, W_K, own_key_matrix=None, first=False):
     return K @ q
 
 
+def _order_hint(got, want, inputs):
+    # The right numbers in another order: reversed, or the new token's score moved.
+    if got.shape != want.shape or got.size < 2 or not np.isfinite(got).all():
+        return None
+    if not np.allclose(np.sort(got), np.sort(want), rtol=1e-4, atol=1e-6):
+        return None
+    return (
+        "Your scores are the right numbers, but in the wrong order. The result has one "
+        "score per token in the order the tokens came: the cached keys in K_cache's order, "
+        "then the new token's own. Which step of yours changes the order?"
+    )
+
+
 def _which_scores_hint(got, want, inputs):
     # Split the answer where the cache ends: the cached keys' scores, then its own.
     if got.shape != want.shape or got.size < 2:
@@ -155,6 +174,21 @@ def _which_scores_hint(got, want, inputs):
             "the cached keys are not. Do you use K_cache as it is, in its own order?"
         )
     return None
+
+
+def _column_habit(query: bool, key: bool) -> str:
+    made = " and ".join([f"W_{m} @ x_new" for m, used in (("Q", query), ("K", key)) if used])
+    return (
+        f"You wrote {made}, the column-vector habit of many maths books: it only runs "
+        "because d = d_k here. In this course an embedding is a row and Q = X W_Q, K = X W_K: "
+        "on which side of a matrix does the row x_new go?"
+    )
+
+
+def _columns(x_new, K_cache, W_Q, W_K, query=True, key=True):
+    q = W_Q @ x_new if query else x_new @ W_Q
+    k_new = W_K @ x_new if key else x_new @ W_K
+    return np.vstack([K_cache, k_new]) @ q
 
 
 NEW_TOKEN_MISTAKES = (
@@ -191,6 +225,18 @@ NEW_TOKEN_MISTAKES = (
         lambda x_new, K_cache, W_Q, W_K: np.vstack([K_cache @ W_K, x_new @ W_K]) @ (x_new @ W_Q),
     ),
     Mistake(
+        _column_habit(query=True, key=True),
+        lambda x_new, K_cache, W_Q, W_K: _columns(x_new, K_cache, W_Q, W_K),
+    ),
+    Mistake(
+        _column_habit(query=True, key=False),
+        lambda x_new, K_cache, W_Q, W_K: _columns(x_new, K_cache, W_Q, W_K, key=False),
+    ),
+    Mistake(
+        _column_habit(query=False, key=True),
+        lambda x_new, K_cache, W_Q, W_K: _columns(x_new, K_cache, W_Q, W_K, query=False),
+    ),
+    Mistake(
         "Your scores sum to 1: did you apply a softmax? This exercise asks for the raw "
         "scores; turning them into weights comes in lesson 04.",
         lambda x_new, K_cache, W_Q, W_K: softmax_rows(
@@ -223,7 +269,7 @@ register(
         shape_rule="one score for each of the n cached keys and one for the new token's own "
         "key, (n + 1,)",
         mistakes=NEW_TOKEN_MISTAKES,
-        hints=(_which_scores_hint,),
+        hints=(_order_hint, _which_scores_hint),
         error_hints=(
             (
                 _query_before_keys,
@@ -267,6 +313,13 @@ def matrix_cases() -> list[Case]:
 _EXPAND = (
     "Write S = (X W_Q)(X W_K)ᵀ, and write the transpose (X W_K)ᵀ so that Xᵀ stands on the "
     "right: what is left between X and Xᵀ"
+)
+
+
+_ENTRY_BY_ENTRY = (
+    "You used `*`, which multiplies two arrays entry by entry: no row is dotted with a "
+    "column, and it only gives a (d, d) array because the matrices are square here. A matrix "
+    f"product is `@`. {_EXPAND}?"
 )
 
 
@@ -321,6 +374,14 @@ MATRIX_MISTAKES = (
         "W_Kᵀ W_Q is (d_k, d_k): it compares features with features, where M must sit "
         f"between two embeddings, X M Xᵀ, so it is (d, d). {_EXPAND}?",
         lambda W_Q, W_K: W_K.T @ W_Q,
+    ),
+    Mistake(
+        _ENTRY_BY_ENTRY,
+        lambda W_Q, W_K: W_Q * W_K,
+    ),
+    Mistake(
+        _ENTRY_BY_ENTRY,
+        lambda W_Q, W_K: W_Q * W_K.T,
     ),
     Mistake(
         "You divided by √d_k. M is the matrix of the raw scores S = X M Xᵀ; the scaling "

@@ -105,6 +105,20 @@ MISTAKES = (
     ),
 )
 
+
+def _divided_by_a_shape(message: str, inputs: dict) -> bool:
+    # `/ np.sqrt(Q.shape)` divides the (n_q, n_k) scores by two numbers, one per axis of Q.
+    n_q, n_k = len(inputs["Q"]), len(inputs["K"])
+    said = message.replace(" ", "")  # NumPy writes the shapes as "(2,4)(2,)"
+    return "couldnotbebroadcast" in said and f"({n_q},{n_k})(2,)" in said
+
+
+SHAPE_TUPLE_HINT = (
+    "Your scores have the right shape, but you divide them by two numbers at once: "
+    "`Q.shape` is the whole shape of Q, a pair (n_q, d_k). Which of the two is d_k, "
+    "and how do you pick it out of the pair?"
+)
+
 register(
     LESSON,
     solutions.scaled_scores,
@@ -115,6 +129,7 @@ register(
         shape_rule="one row per query and one column per key, (n_q, n_k)",
         mistakes=MISTAKES,
         shape_hint=SHAPE_HINT,
+        error_hints=((_divided_by_a_shape, SHAPE_TUPLE_HINT),),
     ),
 )
 
@@ -123,12 +138,22 @@ register(
 D_K = 512
 # The answer, √(2 d_k) = 32, is a whole number: a value off by more than this is a slip.
 TOLERANCE = 0.05
+# A named slip matches within 1 % of its value, so a rounded one (45 for 2·√512 = 45.25,
+# 22.6 for √512) still gets its own message.
+RELATIVE = 0.01
+
+
+def _near(value: float) -> float:
+    return RELATIVE * abs(value)
+
+
 _STD = math.sqrt(2 * D_K)
 _ONE = math.sqrt(D_K)  # the standard deviation of one score q·k
 _RULE = (
-    "Write the difference as one dot product, q·k₁ − q·k₂ = q·(k₁ − k₂). What are the mean "
-    "and the variance of one entry of k₁ − k₂? Then Section 7's rule Var(q·k) = σ_q² σ_k² d_k "
-    "gives the variance, and the standard deviation is its square root."
+    "Write the difference as one dot product, q·k₁ − q·k₂ = q·(k₁ − k₂), a sum of d_k terms "
+    "q_i (k₁ᵢ − k₂ᵢ). What is E[(k₁ᵢ − k₂ᵢ)²]? Section 2's steps then give the variance of one "
+    "term, Section 3 says the terms' variances add, and the standard deviation is the square "
+    "root of the total."
 )
 
 
@@ -139,20 +164,20 @@ def slips() -> list[Slip]:
             f"That is √{D_K}, the standard deviation of ONE score q·k. The question asks about "
             "the difference of two scores, q·k₁ − q·k₂. Is a difference of two random "
             "numbers more spread out than either of them, or less? " + _RULE,
-            TOLERANCE,
+            _near(_ONE),
         ),
         Slip(
             2 * _ONE,
             f"That is 2·√{D_K}: you added the two standard deviations (or took √(4·d_k)). "
             "Standard deviations do not add; variances do, when the covariance is 0. Is "
             "Cov(q·k₁, q·k₂) zero, even though both scores share q?",
-            TOLERANCE,
+            _near(2 * _ONE),
         ),
         Slip(
             -_STD,
             "A standard deviation is never negative: it is the square root of the variance, "
             "and the square root of a positive number is taken to be positive.",
-            TOLERANCE,
+            _near(_STD),
         ),
         Slip(
             0.0,
@@ -165,46 +190,46 @@ def slips() -> list[Slip]:
             2.0 * D_K,
             f"That is the variance of the difference, 2·d_k = {2 * D_K}. The question asks for "
             "its standard deviation: what turns a variance into a standard deviation?",
-            0.01 * D_K,
+            _near(2.0 * D_K),
         ),
         Slip(
             float(D_K),
             f"{D_K} is the variance of one score q·k, and it is not a standard deviation. "
             "The difference of two scores has its own variance: do the two scores' "
             "variances add, or cancel? Then take the square root.",
-            0.01 * D_K,
+            _near(D_K),
         ),
         Slip(
             4.0 * D_K,
             f"That is 4·d_k = (√{D_K} + √{D_K})²: the standard deviations added, then squared. "
             "For uncorrelated numbers the variances add, not the standard deviations; and "
             "the question asks for a standard deviation.",
-            0.01 * D_K,
+            _near(4.0 * D_K),
         ),
         Slip(
             _ONE / math.sqrt(2),
             f"That is √{D_K} / √2 = √{D_K // 2}. Does subtracting a second random score make "
             "the result less spread out, or more? Write the variance of a difference of two "
             "uncorrelated numbers.",
-            TOLERANCE,
+            _near(_ONE / math.sqrt(2)),
         ),
         Slip(
             math.sqrt(2),
             "√2 is the standard deviation of the difference after dividing both scores by "
             f"√d_k. The question asks about the raw scores, before dividing by √{D_K}.",
-            0.01,
+            _near(math.sqrt(2)),
         ),
         Slip(
             1.0,
             "1 is the standard deviation of one scaled score q·k / √d_k. The question asks "
             "about the difference of two raw scores, q·k₁ − q·k₂.",
-            0.01,
+            _near(1.0),
         ),
         Slip(
             1 / _STD,
             "That number is below 1, and the spread of q·k₁ − q·k₂ grows with d_k rather "
             "than shrinking. " + _RULE,
-            0.002,
+            _near(1 / _STD),
         ),
     ]
     # √d for another common d_k, such as the lesson's d_k = 64 (√2, √256, √512, √2048 have
@@ -214,7 +239,7 @@ def slips() -> list[Slip]:
             math.sqrt(d),
             f"That is √{d}. The question is about d_k = {D_K}, and about the difference of "
             f"two scores. " + _RULE,
-            min(TOLERANCE, 0.005 * math.sqrt(d)),
+            _near(math.sqrt(d)),
         )
         for d in (2**i for i in range(1, 13))
         if d not in (2, D_K // 2, D_K, 2 * D_K, 4 * D_K, 4096)
@@ -222,9 +247,9 @@ def slips() -> list[Slip]:
     found.append(
         Slip(
             64.0,
-            "64 is the d_k of Section 4 (and √4096). The question is about "
+            "64 is the d_k of Section 5 (and √4096). The question is about "
             f"d_k = {D_K}, and about the difference of two scores. " + _RULE,
-            0.005 * 64.0,
+            _near(64.0),
         )
     )
     measured = (
@@ -339,6 +364,11 @@ UNIFORM_MISTAKES = (
         "Your number is rounded down to a whole number: `//` is floor division. "
         "A divisor need not be a whole number; which division keeps the fraction?",
         lambda d_k: np.sqrt(d_k) // 3,
+    ),
+    Mistake(
+        "Your function uses `//`, floor division, which rounds down to a whole number before "
+        "the square root (for d_k = 4 it gives 0). Which division keeps the fraction?",
+        lambda d_k: (d_k // 9) ** 0.5,
     ),
 )
 

@@ -563,6 +563,29 @@ OUTPUT_CHANGE_MISTAKES = (
     ),
 )
 
+
+def _change_hint(got, want, inputs):
+    """For a wrong change that no mistake names: a multiple of the right one, or rows off."""
+    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    if got.shape != want.shape or not np.isfinite(got).all() or not want.any():
+        return None
+    ratio = float(np.vdot(got, want) / np.vdot(want, want))
+    if abs(ratio - 1) > 1e-3 and np.allclose(got, ratio * want, rtol=1e-4, atol=1e-9):
+        return (
+            f"Every entry of your change is {ratio:.3g} times the right one: the pattern "
+            "is right, the size is not. If query i gives weight A_ij to token j and v_j moves "
+            "by δ, by how much does query i's output move?"
+        )
+    off = [int(i) for i in np.flatnonzero(~np.isclose(got, want, rtol=1e-4, atol=1e-6).all(axis=1))]
+    if not off:
+        return None
+    rows = ", ".join(str(i) for i in off)
+    return (
+        f"Your change is wrong in row{'s' * (len(off) > 1)} {rows}: the output of "
+        f"quer{'ies' if len(off) > 1 else 'y'} {rows}. {_LINEAR}?"
+    )
+
+
 register(
     LESSON,
     solutions.output_change,
@@ -573,6 +596,10 @@ register(
         reference=output_change,
         shape_rule="one row per query and one column per value feature, (n_q, d_v)",
         mistakes=OUTPUT_CHANGE_MISTAKES,
+        hints=(_change_hint,),
+        # The expected change is a column of A times δ, which the learner could read
+        # off next to A; a failure shows what their function returned instead.
+        show_expected=False,
         shape_hint=(
             "A is (n_q, n_k) and δ is (d_v,); the change is one row of d_v numbers per "
             "query, (n_q, d_v). A column of n_q numbers times a row of d_v numbers gives "

@@ -874,6 +874,11 @@ class _CountingRow(np.ndarray):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         plain = [np.asarray(x) if isinstance(x, _CountingRow) else x for x in inputs]
+        # Arithmetic on a block (``np.exp(block - m)``) uses its scores, even if they were
+        # also read one by one first, as ``np.max([m, *block])`` does: not a copy of the row.
+        for x in inputs:
+            if isinstance(x, _CountingRow) and x.positions is not None:
+                self.events.extend(("use", int(p)) for p in np.ravel(x.positions))
         if method == "reduce" and ufunc in (*_ROW_MAXIMA, *_ROW_SUMS) and plain[0].ndim:
             axis = kwargs.get("axis", 0)
             axes = range(plain[0].ndim) if axis is None else np.atleast_1d(axis)

@@ -220,6 +220,12 @@ GRAD_Q_MISTAKES = (
         lambda Q, K, V, G, scale: scale * (G @ V.T) @ K,
     ),
     Mistake(
+        "Your softmax step stops at P ⊙ ∂L/∂P: it leaves out the term each row subtracts, "
+        "Σ_j g_j p_j, so the gradient misses how raising one score lowers the other weights. "
+        f"Which function of this lesson does the whole step for you? {_CHAIN}",
+        lambda Q, K, V, G, scale: scale * (_weights(Q, K, scale) * (G @ V.T)) @ K,
+    ),
+    Mistake(
         "You passed the scores S to `softmax_backward` where it needs the weights "
         "P = softmax(S): its formula p ⊙ (g − Σ g p) is written in the softmax's output. "
         f"{_CHAIN}",
@@ -307,6 +313,29 @@ def _reference_grad_q(Q, K, V, grad_O, scale):
     return attention_backward(Q, K, V, grad_O, scale=scale)[0]
 
 
+def _multiple_hint(got, want, inputs):
+    """For an answer that is the right gradient times one number: a flipped sign, or a
+    factor that none of the named mistakes explains."""
+    g, w = got.astype(np.float64).ravel(), want.astype(np.float64).ravel()
+    if not np.isfinite(g).all() or not w.any():
+        return None
+    c = float(g @ w / (w @ w))
+    if abs(c - 1) < 1e-3 or not np.allclose(g, c * w, rtol=1e-4, atol=1e-9):
+        return None
+    if abs(c + 1) < 1e-3:
+        return (
+            "Your gradient is exactly the right one with every sign flipped. The shapes and "
+            "the products are right, so look for a minus sign: which step of yours "
+            "subtracts, and is it the right way round? If you wrote the softmax's step "
+            f"inline, compare it with your `softmax_backward`. {_CHAIN}"
+        )
+    return (
+        f"Your gradient points the right way but is {c:.3g} times the right one on this "
+        "input: every entry is off by the same factor. The products are right, so look at "
+        f"the numbers you multiply by: which factor appears, and how many times? {_CHAIN}"
+    )
+
+
 register(
     "notebooks/08_does_scaling_matter.ipynb",
     solutions.attention_grad_q,
@@ -316,6 +345,7 @@ register(
         reference=_reference_grad_q,
         shape_rule="the shape of Q: one gradient entry per entry of Q",
         mistakes=GRAD_Q_MISTAKES,
+        hints=(_multiple_hint,),
         shape_hint=(
             "Write down each array's shape: P, ∂L/∂P and ∂L/∂S are (n_q, n_k), V is "
             "(n_k, d_v), G is (n_q, d_v), K is (n_k, d_k), and ∂L/∂Q must be (n_q, d_k), "

@@ -334,6 +334,28 @@ ALIBI_MISTAKES = (
         "fall from head 0 to head 3?",
         lambda n, H: _stack(alibi_slopes_reference(H)[::-1], n),
     ),
+    # A slope sequence written for 8 heads, 0.5 ** h: right at H = 8 only, so the checker's
+    # first case (H = 4) names it.
+    Mistake(
+        "Your slopes halve from one head to the next, 1/2, 1/4, 1/8, …, whatever H is. "
+        "That is ALiBi's sequence only when H = 8: with other head counts the formula "
+        "m_h = 2^(−8h/H) shrinks by another factor per head, and its last head has the slope "
+        "2^(−8) for every H. Where does H enter your slopes?",
+        lambda n, H: _stack(alibi_slopes_reference(H, exponent=lambda h, H: -h), n),
+    ),
+    Mistake(
+        "Your head 0 has slope 1, and the slopes halve from one head to the next whatever "
+        "H is. The formula m_h = 2^(−8h/H) counts the heads from 1, so head 0 is never "
+        "slope 1, and it halves from head to head only when H = 8. Where do h and H enter "
+        "your slopes?",
+        lambda n, H: _stack(alibi_slopes_reference(H, first=0, exponent=lambda h, H: -h), n),
+    ),
+    Mistake(
+        "Your slopes have the right exponent, −8h/H, on the wrong base: they are powers of "
+        "e, so every head is gentler than ALiBi's, and the last one has e^(−8) instead of "
+        "2^(−8). Which number does the formula m_h = 2^(−8h/H) raise to that power?",
+        lambda n, H: _stack(np.exp(-8.0 * np.arange(1, H + 1) / H), n),
+    ),
     Mistake(
         "Your slopes all lie between 1/2 and 1: the heads barely differ, and none of them "
         "looks far back. Your exponent has lost its factor 8. Which slope should the last "

@@ -343,13 +343,18 @@ def causal_cases() -> list[Case]:
     ]
 
 
-def _recurrence(*, read_first=False, normalise=True, reset=False):
+def _recurrence(
+    *, read_first=False, normalise=True, reset=False, phi=elu_feature, start=0.0, total_z=None
+):
     """The loop over the tokens with one slip: reading the state before adding token i,
-    no normaliser, or a state that starts afresh at every token."""
+    no normaliser, a state that starts afresh at every token, another feature map
+    ``phi``, S and z that start at ``start`` instead of 0, or a z that is one number, the
+    running total of φ(k_i)'s entries, read by ``total_z(φ(q_i), z)``."""
 
     def compute(Q, K, V):
-        fq, fk = elu_feature(Q), elu_feature(K)
-        S, z = np.zeros((fk.shape[1], V.shape[1])), np.zeros(fk.shape[1])
+        fq, fk = phi(Q), phi(K)
+        S, z = np.full((fk.shape[1], V.shape[1]), start), np.full(fk.shape[1], start)
+        z_total = 0.0
         out = np.empty((len(fq), V.shape[1]))
         for i in range(len(fq)):
             if reset:
@@ -357,12 +362,24 @@ def _recurrence(*, read_first=False, normalise=True, reset=False):
             if read_first:
                 out[i] = fq[i] @ S / (fq[i] @ z)
             S, z = S + np.outer(fk[i], V[i]), z + fk[i]
-            if not read_first:
+            z_total += fk[i].sum()
+            if total_z is not None:
+                out[i] = fq[i] @ S / total_z(fq[i], z_total)
+            elif not read_first:
                 out[i] = fq[i] @ S / (fq[i] @ z) if normalise else fq[i] @ S
         return out
 
     return compute
 
+
+# z held as one number, the running total of every entry of φ(k_i), however it is read.
+_SCALAR_Z = (
+    "The weights of your rows don't add up to 1: your z seems to be one number, the running "
+    "total of all the entries of the φ(k_j). The lesson's z_i = z_{i−1} + φ(k_i) is a "
+    "vector, one running sum per feature, and the denominator φ(q_i)ᵀ z_i weighs each "
+    "feature's sum by the query's own feature. Which shape does your z have, and how does "
+    "φ(q_i) read it?"
+)
 
 CAUSAL_MISTAKES = (
     Mistake(
@@ -383,6 +400,28 @@ CAUSAL_MISTAKES = (
         "token, as if S and z started afresh at every step. They must carry every key and "
         "value so far: where do you create them, before the loop or inside it?",
         _recurrence(reset=True),
+    ),
+    Mistake(
+        "You used Q and K without the feature map. Then q·k can be negative or 0, the "
+        "'weights' can be negative and the denominator can vanish. φ(x) = elu(x) + 1 is "
+        "positive everywhere, so every weight is too. Where in your loop do q_i and k_i go "
+        "through φ?",
+        _recurrence(phi=lambda x: x),
+    ),
+    Mistake(
+        "Your S and z start at ones, so before token 0 your state already holds a key and "
+        "a value that no token brought, and every row is pulled towards them. S_i and z_i "
+        "are running sums over the tokens up to i: before token 0 they sum over no token "
+        "at all. What is a sum of nothing, and which shapes do S and z have?",
+        _recurrence(start=1.0),
+    ),
+    Mistake(
+        _SCALAR_Z,
+        _recurrence(total_z=lambda fq_i, z: z),
+    ),
+    Mistake(
+        _SCALAR_Z,
+        _recurrence(total_z=lambda fq_i, z: fq_i.sum() * z),
     ),
     Mistake(
         "Your rows are those of non-causal linear attention: query i also sees the keys "
@@ -409,6 +448,11 @@ def _read_before_update(got, want, inputs):
     )
 
 
+def _number_in_matmul(message: str, inputs: dict[str, Any]) -> bool:
+    # NumPy's matmul with a 0-d operand, such as a z kept as one number.
+    return "matmul" in message and "has 0" in message
+
+
 register(
     LESSON,
     solutions.causal_linear_attention,
@@ -430,6 +474,15 @@ register(
         shape_hint=(
             "S is a (d_k, d_v) matrix and z has d_k numbers; φ(q_i) and φ(k_i) have d_k, "
             "v_i has d_v. Which product of φ(k_i) and v_i has the shape (d_k, d_v)?"
+        ),
+        error_hints=(
+            (
+                _number_in_matmul,
+                "One operand of an `@` in your loop is a single number, where `@` needs a "
+                "vector or a matrix. Is it z? The lesson's z_i = z_{i−1} + φ(k_i) is a "
+                "running sum of vectors: how many numbers does it hold, and which shape do "
+                "you give it before token 0?",
+            ),
         ),
     ),
 )
@@ -624,6 +677,19 @@ _DEFAULT_SCALE = (
     "do you multiply or divide by √d_k, and only when no scale is given?"
 )
 
+
+def _bias_before_scale(q, k, attn_mask, is_causal, scale):
+    # softmax((q kᵀ + mask) · scale): the float bias is scaled along with the scores.
+    c = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    S = q @ np.swapaxes(k, -1, -2)
+    if is_causal:
+        attn_mask = causal_mask(*S.shape[-2:])
+    if attn_mask is not None:
+        m = np.asarray(attn_mask)
+        S = np.where(m, S, -np.inf) if m.dtype == np.bool_ else S + m
+    return softmax(S * c)
+
+
 SDPA_MISTAKES = (
     Mistake(
         "Your bool mask works the wrong way round: it hides the keys marked True and keeps "
@@ -651,6 +717,13 @@ SDPA_MISTAKES = (
         "scaled scores, as ALiBi adds −m·|i − j|: a bias of 0 leaves a score as it is, and "
         "−∞ hides the key. With your product, what does a bias of 0 do to a score?",
         _slip(on_float=lambda S, m: S * m),
+    ),
+    Mistake(
+        "Your float mask's biases come out multiplied by the scale: you added the mask to "
+        "q kᵀ and scaled the sum. A float `attn_mask` is added to the *scaled* scores, so a "
+        "bias of −1 lowers a score by exactly 1, as ALiBi's −m·|i − j| must. In your "
+        "function, which comes first: the scale or the mask?",
+        _bias_before_scale,
     ),
     Mistake(
         "Your causal mask is aligned at the bottom right, the rule for the last n_q of n_k "
@@ -731,6 +804,26 @@ def _zeroed_after_softmax(got, want, inputs: dict[str, Any]) -> str | None:
     )
 
 
+def _zeroed_scores(got, want, inputs: dict[str, Any]) -> str | None:
+    # The hidden keys' *scores* set to 0 (`S * mask`, `np.tril(S)`): e⁰ = 1, so they keep
+    # a weight. A hint, not a Mistake, so that it is named whether the slip is in the bool
+    # mask, in `is_causal`, or in both.
+    mask = causal_mask(*want.shape[-2:]) if inputs["is_causal"] else inputs["attn_mask"]
+    if mask is None or np.asarray(mask).dtype != np.bool_ or got.shape != want.shape:
+        return None
+    q, k, scale = inputs["q"], inputs["k"], inputs["scale"]
+    c = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    S = q @ np.swapaxes(k, -1, -2) * c
+    if not matches(got, softmax(np.where(mask, S, 0.0))):
+        return None
+    return (
+        "Your hidden keys got a score of 0, and e⁰ = 1: after the softmax they still get "
+        "as much weight as a visible key whose score is 0. Setting a score to 0 does not "
+        "hide its key. What score must a hidden key have for its weight to come out "
+        "exactly 0?"
+    )
+
+
 def _none_used(message: str, inputs: dict[str, Any]) -> bool:
     return "NoneType" in message
 
@@ -745,7 +838,7 @@ register(
         reference=sdpa_weights_reference,
         shape_rule="one row of weights per query, one column per key: (…, n_q, n_k)",
         mistakes=SDPA_MISTAKES,
-        hints=(_zeroed_after_softmax,),
+        hints=(_zeroed_after_softmax, _zeroed_scores),
         shape_hint=(
             "q is (…, n_q, d_k) and k is (…, n_k, d_k), here with a heads axis in front. "
             "`k.T` reverses *every* axis of a 3-D array, the heads' too: how do you swap "

@@ -62,8 +62,9 @@ def scaled_scores(Q, K):
 
 def std_512():
     d_k = 512
-    # q·k₁ − q·k₂ = q·(k₁ − k₂). An entry of k₁ − k₂ has mean 0 and variance 1 + 1 = 2
-    # (k₁ and k₂ are independent), and it is independent of q, so Var = σ_q² σ_k² d_k:
+    # q·k₁ − q·k₂ = q·(k₁ − k₂) = Σ_i q_i (k₁ᵢ − k₂ᵢ). An entry of k₁ − k₂ has mean 0 and
+    # E[(k₁ᵢ − k₂ᵢ)²] = 1 + 1 = 2 (k₁ and k₂ are independent), and it is independent of q_i,
+    # so each term has variance E[q_i²] · 2 = 2 (Section 2), and the d_k terms add (Section 3):
     variance = 1 * 2 * d_k  # = 1024, twice the variance 512 of one score
     answer_std_512 = np.sqrt(variance)  # the standard deviation is the square root: 32
     return answer_std_512

@@ -482,19 +482,21 @@ def score_change(
     seeds=SEEDS,
     lr: float = LEARNING_RATE,
     size: int = 256,
+    init_gain: float = 1.0,
 ) -> dict[str, np.ndarray]:
     """How far the first ``steps`` training steps move the scores that enter the softmax.
 
     Formula: for each held-out sequence, the root mean square over its pairs of
     ``scale · q·k_j`` after ``steps`` steps minus the same at the start; averaged over
-    ``size`` held-out sequences. Returns divisor → ``(n_seeds,)``.
+    ``size`` held-out sequences. Returns divisor → ``(n_seeds,)``. ``init_gain``
+    multiplies every initial weight matrix, as in :func:`train_divisors`.
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     divisors, seeds = tuple(divisors), tuple(int(s) for s in seeds)
     n = len(seeds)
     scales = np.repeat([1.0 / divisor_value(d, d_k) for d in divisors], n)
-    *_, kept = _fit(task, d_k, divisors, seeds, steps, BATCH, lr, keep=(0, steps))
+    *_, kept = _fit(task, d_k, divisors, seeds, steps, BATCH, lr, (0, steps), init_gain)
     batch = evaluation_batch(task, len(scales), size, seed=77)
     rms = []
     for part in _parts(batch, kept[0], task, size):
@@ -1020,12 +1022,37 @@ LABELS = {
 }
 
 
-def band(ax, run: Run, name: str, colour: str, label: str, window: int = WINDOW):
-    """Mean over seeds as a line, min–max over seeds as a shaded band; returns (line, band)."""
+# The figures' legends, in mathtext; the controls' curves are dashed and drawn without bands.
+PLOT_LABELS = {
+    "1": r"$\div 1$ (no scaling)",
+    "√d_k": r"$\div\sqrt{d_k}$",
+    "√d_k, lr × d_k^¼": r"$\div\sqrt{d_k}$, lr $\times\, d_k^{1/4}$",
+    "√d_k, init × d_k^¼": r"$\div\sqrt{d_k}$, init $\times\, d_k^{1/4}$",
+    "√d_k, init and lr × d_k^¼": r"$\div\sqrt{d_k}$, init and lr $\times\, d_k^{1/4}$",
+    "√d_k, large steps": r"$\div\sqrt{d_k}$, large steps",
+}
+
+
+def band(
+    ax,
+    run: Run,
+    name: str,
+    colour: str,
+    label: str,
+    window: int = WINDOW,
+    shaded: bool = True,
+    ls: str = "-",
+):
+    """Mean over seeds as a line, min–max over seeds as a shaded band (``shaded``);
+    returns (line, band or None)."""
     curve = run.smoothed(name, window) if name == "accuracy" else getattr(run, name)
     x = np.arange(curve.shape[1]) + (window if name == "accuracy" else 1)
-    shade = ax.fill_between(x, curve.min(axis=0), curve.max(axis=0), color=colour, alpha=0.2, lw=0)
-    (line,) = ax.plot(x, curve.mean(axis=0), color=colour, lw=1.8, label=label)
+    shade = None
+    if shaded:
+        shade = ax.fill_between(
+            x, curve.min(axis=0), curve.max(axis=0), color=colour, alpha=0.2, lw=0
+        )
+    (line,) = ax.plot(x, curve.mean(axis=0), color=colour, lw=1.8, ls=ls, label=label)
     return line, shade
 
 
@@ -1039,7 +1066,9 @@ def plot_curves(
     """Accuracy (and attention entropy) against training step, one column per d_k.
 
     Lines: the mean over seeds; bands: min to max over seeds. Accuracy is averaged over
-    the last ``WINDOW`` steps' fresh batches.
+    the last ``WINDOW`` steps' fresh batches. The controls of ``STEP_CONTROLS`` (the 2 × 2
+    design's middle corners) are drawn dashed, without bands, so that the corners stay
+    apart.
     """
     import matplotlib.pyplot as plt
 
@@ -1057,9 +1086,11 @@ def plot_curves(
     for col, d_k in enumerate(d_ks):
         for divisor in divisors:
             run = results[(d_k, divisor)]
-            band(axes[0, col], run, "accuracy", COLOURS[divisor], LABELS[divisor])
-            if entropy_row:
-                band(axes[1, col], run, "entropy", COLOURS[divisor], LABELS[divisor])
+            shaded = divisor not in STEP_CONTROLS
+            ls, label = ("-" if shaded else "--"), PLOT_LABELS.get(divisor, LABELS[divisor])
+            for row, name in enumerate(("accuracy", "entropy")[: 2 if entropy_row else 1]):
+                colour = COLOURS[divisor]
+                band(axes[row, col], run, name, colour, label, shaded=shaded, ls=ls)
         axes[0, col].set(title=f"$d_k$ = {d_k}", ylim=(0, 1.02))
         axes[0, col].axhline(0.9, color="grey", ls=":", lw=1)
         if entropy_row:

@@ -17,7 +17,6 @@ import numpy as np
 from .. import plots
 from ..masks import causal_lower_right, causal_mask  # noqa: F401 - the notebook uses it
 from ..softmax import entropy, softmax
-from .cost_and_tiling import peak_bytes  # noqa: F401 - the notebook uses it
 
 # ---------------------------------------------------------------------- linear attention
 
@@ -180,25 +179,6 @@ def plot_sharpness(scales, curves: dict, limit_max: float, n_keys: int | None = 
     ax1.legend(fontsize=8)
     ax1.set_title("can the row become one-hot?")
     ax2.set_title("how spread out the row is")
-    return fig
-
-
-def plot_linear_cost(ns, quadratic_bytes, linear_bytes):
-    """Peak memory of the two orders of linear attention against n, log-log.
-
-    Lesson: ``notebooks/10_in_practice.ipynb``.
-    """
-    fig, ax = plt.subplots(figsize=(5.4, 3.3), layout="constrained")
-    ax.plot(ns, np.asarray(quadratic_bytes) / 2**20, "o-", color=plots.SECOND,
-            label="(φ(Q) φ(K)ᵀ) V")  # fmt: skip
-    ax.plot(ns, np.asarray(linear_bytes) / 2**20, "s-", color=plots.ACCENT,
-            label="φ(Q) (φ(K)ᵀ V)")  # fmt: skip
-    plots.log2_axes(
-        ax,
-        xlabel="sequence length n",
-        ylabel="peak memory (MiB)",
-        title="one result, two orders of multiplication",
-    )
     return fig
 
 

@@ -220,6 +220,26 @@ def excess_kurtosis(samples: ArrayLike) -> float:
     return float(np.mean(centred**4) / np.mean(centred**2) ** 2 - 3.0)
 
 
+# E[X⁴] of one entry of each distribution (all have E[X²] = 1): 3 for a standard normal,
+# a⁴/5 = 9/5 for uniform on [−a, a] with a = √3, and 1 for ±1.
+FOURTH_MOMENTS = {"normal": 3.0, "uniform": 9 / 5, "rademacher": 1.0}
+
+
+def relative_standard_error(d_ks: Sequence[int], n: int, fourth_moment: float = 3.0) -> np.ndarray:
+    """The relative standard error of a variance of q·k measured from ``n`` samples.
+
+    Formula: se = √((κ − 1) / n), with κ = E[(Z − μ)⁴] / σ⁴ the kurtosis of q·k; for d_k
+    independent products of entries with E[X⁴] = ``fourth_moment`` (see ``FOURTH_MOMENTS``),
+    κ = 3 + (E[X⁴]² − 3) / d_k. It is 0 for ±1 entries at d_k = 1, whose score is always ±1.
+
+    Shapes: ``d_ks`` of shape ``(m,)``; returns a float64 array ``(m,)``.
+
+    Lesson: ``notebooks/02_variance.ipynb`` (the band of the figure on three kinds of entries).
+    """
+    d = np.asarray(d_ks, dtype=float)
+    return np.sqrt(np.maximum(2 + (fourth_moment**2 - 3) / d, 0.0) / n)
+
+
 def standard_errors_off(
     d_ks: Sequence[int], variances: ArrayLike, n: int, fourth_moment: float = 3.0
 ) -> np.ndarray:
@@ -234,11 +254,11 @@ def standard_errors_off(
 
     Shapes: ``d_ks`` and ``variances`` of shape ``(m,)``; returns a float64 array ``(m,)``.
 
-    Lesson: ``notebooks/02_variance.ipynb`` (the note "how close to 1 is close enough?").
+    Lesson: ``notebooks/02_variance.ipynb`` (the figure on three kinds of entries).
     """
     d = np.asarray(d_ks, dtype=float)
     ratio = np.asarray(variances, dtype=float) / d
-    se = np.sqrt(np.maximum(2 + (fourth_moment**2 - 3) / d, 0.0) / n)
+    se = relative_standard_error(d_ks, n, fourth_moment)
     z = np.full(d.shape, np.nan)
     np.divide(np.abs(ratio - 1), se, out=z, where=se > 0)
     return z
@@ -313,6 +333,54 @@ def plot_variance_vs_dk(
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
     return ax
+
+
+def plot_variance_ratios(
+    d_ks: Sequence[int],
+    series: Mapping[str, ArrayLike],
+    n: int,
+    fourth_moments: Mapping[str, float],
+):
+    """Measured Var(q·k) / d_k against d_k, one panel per distribution, with a ±2 SE band.
+
+    ``series`` maps a distribution (a key of ``DISTRIBUTION_LABELS``, which titles its panel)
+    to one measured variance per d_k; ``fourth_moments`` maps the same keys to E[X⁴] of one
+    entry (see ``FOURTH_MOMENTS``). The band is 1 ± 2·se, with se from
+    :func:`relative_standard_error` for ``n`` samples: if Var(q·k) = d_k holds, about 19 in
+    20 measured ratios land inside it by chance. Returns the figure.
+
+    Lesson: ``notebooks/02_variance.ipynb``.
+    """
+    import matplotlib.pyplot as plt
+
+    from attnlab import plots
+
+    d = np.asarray(d_ks, dtype=float)
+    fig, axs = plt.subplots(
+        1, len(series), figsize=(3.0 * len(series), 2.9), sharey=True, layout="constrained"
+    )
+    axs = np.atleast_1d(axs)
+    colours = [plots.ACCENT, plots.SECOND, plots.THIRD]
+    for i, (ax, (label, values)) in enumerate(zip(axs, series.items(), strict=True)):
+        se = relative_standard_error(d_ks, n, fourth_moments[label])
+        ax.fill_between(d, 1 - 2 * se, 1 + 2 * se, color="0.8", label="1 ± 2 standard errors")
+        ax.axhline(1.0, color="0.35", linestyle="--", linewidth=1.0)
+        ax.plot(
+            d,
+            np.asarray(values, dtype=float) / d,
+            "o",
+            color=colours[i % len(colours)],
+            label="measured / d_k",
+        )
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(d[::3], [f"{v:g}" for v in d[::3]])
+        ax.minorticks_off()
+        ax.set_xlabel("d_k")
+        ax.set_title(DISTRIBUTION_LABELS.get(label, label), fontsize=10)
+        ax.grid(True, alpha=0.3)
+    axs[0].set_ylabel("Var(q·k) / d_k")
+    axs[0].legend(fontsize=7, loc="lower right")
+    return fig
 
 
 def plot_histograms(

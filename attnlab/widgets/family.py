@@ -8,12 +8,11 @@ the view shows the mask, that reach, and the number of layers after which every 
 heard from every other.
 
 **Family explorer** (lesson 10): one set of queries and keys, mixed by softmax or by linear
-attention, with an ALiBi slope, a local window and a sharpness to move.
+attention, with an ALiBi slope and a sharpness to move; every query sees every key.
 
 Formula: with ``s_ij = c · q_i·k_j / √d`` (c the sharpness), the softmax weights are
-``softmax_j(s_ij − m |i − j|)`` over the keys inside the window ``|i − j| ≤ w``. The
-linear weights are ``φ(c q_i)·φ(k_j) · e^{−m |i − j|}`` over the same keys, each row
-divided by its sum, with ``φ(x) = elu(x) + 1``: the factor ``e^{−m |i − j|}`` is
+``softmax_j(s_ij − m |i − j|)``. The linear weights are ``φ(c q_i)·φ(k_j) · e^{−m |i − j|}``,
+each row divided by its sum, with ``φ(x) = elu(x) + 1``: the factor ``e^{−m |i − j|}`` is
 the softmax's added bias ``−m |i − j|`` written as a product. It keeps linear attention
 linear: a causal decay is the recurrence with the state multiplied by ``e^{−m}`` at each
 step (as in RetNet), and over all pairs it is two such recurrences, one forward and one
@@ -61,7 +60,7 @@ def elu_feature(x: np.ndarray) -> np.ndarray:
 
 
 def family_weights(
-    Q: np.ndarray, K: np.ndarray, mixing: str, slope: float, window: int, sharpness: float
+    Q: np.ndarray, K: np.ndarray, mixing: str, slope: float, sharpness: float
 ) -> np.ndarray:
     """The explorer's weights for these settings (see the module docstring); ``(n, n)``.
 
@@ -70,20 +69,17 @@ def family_weights(
     n, d = Q.shape
     i = np.arange(n)
     distance = np.abs(i[:, None] - i[None, :])
-    inside = distance <= window
     if mixing == "softmax":
-        scores = sharpness * (Q @ K.T) / np.sqrt(d) - slope * distance
-        return softmax(scores, mask=inside)
+        return softmax(sharpness * (Q @ K.T) / np.sqrt(d) - slope * distance)
     kernel = (elu_feature(sharpness * Q) @ elu_feature(K).T) * np.exp(-slope * distance)
-    kernel = np.where(inside, kernel, 0.0)
     return kernel / kernel.sum(axis=1, keepdims=True)
 
 
 class FamilyExplorer(CourseWidget):
-    """The weights of one mixing rule under an ALiBi slope, a window and a sharpness.
+    """The weights of one mixing rule under an ALiBi slope and a sharpness.
 
-    ``shown``: ``"weights"`` (n, n), ``"entropy"`` (n,), ``"largest"`` (n,), the largest
-    weight of each row, and ``"kept"``, the number of scores inside the window.
+    ``shown``: ``"weights"`` (n, n), ``"entropy"`` (n,) and ``"largest"`` (n,), the largest
+    weight of each row.
     """
 
     ncols = 2
@@ -110,9 +106,6 @@ class FamilyExplorer(CourseWidget):
                 style=wide,
                 readout_format=".2f",
             ),  # fmt: skip
-            "window": widgets.IntSlider(
-                value=self.n - 1, min=0, max=self.n - 1, description="window w", style=wide
-            ),
             "sharpness": widgets.FloatLogSlider(
                 value=1.0,
                 base=2,
@@ -129,7 +122,7 @@ class FamilyExplorer(CourseWidget):
         c = self.controls
         return [
             c["mixing"],
-            widgets.HBox([c["slope"], c["window"], c["sharpness"]]),
+            widgets.HBox([c["slope"], c["sharpness"]]),
             self.view.image,
             self.readout,
         ]
@@ -158,35 +151,27 @@ class FamilyExplorer(CourseWidget):
             0.5, 1.015, "", transform=ax_h.transAxes, ha="center", va="bottom", fontsize=8,
             color=plots.ACCENT,
         )  # fmt: skip
-        self.title = ax_w.text(
-            0.5, 1.015, "", transform=ax_w.transAxes, ha="center", va="bottom", fontsize=8,
-            color=plots.ACCENT,
-        )  # fmt: skip
-        return [self.heat.image, self.bars, self.status, self.title]
+        return [self.heat.image, self.bars, self.status]
 
-    def update(self, mixing: str, slope: float, window: int, sharpness: float) -> None:
-        W = family_weights(self.Q, self.K, mixing, slope, window, sharpness)
+    def update(self, mixing: str, slope: float, sharpness: float) -> None:
+        W = family_weights(self.Q, self.K, mixing, slope, sharpness)
         row_entropy = entropy(W)
         largest = W.max(axis=1)
-        i = np.arange(self.n)
-        kept = int((np.abs(i[:, None] - i[None, :]) <= window).sum())
         self.heat.update(W)
         for bar, width in zip(self.bars.patches, row_entropy, strict=True):
             bar.set_width(width)
         self.status.set_text(
             f"mean {row_entropy.mean():.2f} nats, mean largest {largest.mean():.2f}"
         )
-        self.title.set_text(f"{mixing}: {kept} of {self.n * self.n} scores kept")
         rule = (
             "softmax(c q·k/√d − m|i − j|)"
             if mixing == "softmax"
             else "φ(c q)·φ(k) · e^(−m|i − j|), normalised, φ(x) = elu(x) + 1"
         )
         self.readout.value = (
-            f"<b>{html.escape(mixing)}</b>: weights ∝ {html.escape(rule)}, over the keys with "
-            f"|i − j| ≤ {window}."
+            f"<b>{html.escape(mixing)}</b>: weights ∝ {html.escape(rule)}, over all {self.n} keys."
         )
-        self.shown = {"weights": W, "entropy": row_entropy, "largest": largest, "kept": kept}
+        self.shown = {"weights": W, "entropy": row_entropy, "largest": largest}
 
 
 def _matrix(x: Any, name: str) -> np.ndarray:
@@ -194,14 +179,13 @@ def _matrix(x: Any, name: str) -> np.ndarray:
 
 
 def family_explorer(Q: Any = None, K: Any = None) -> FamilyExplorer:
-    """Softmax or linear attention on the same queries and keys, with ALiBi, a window, a sharpness.
+    """Softmax or linear attention on the same queries and keys, with ALiBi and a sharpness.
 
     ``Q``, ``K``: optional, your own queries and keys, both ``(n, d)`` with 4 to 32 rows
     and at most 64 columns; by default 16 random tokens with d = 8 (seed 8). Nothing
     is trained: the widget only recomputes the weights (see the module docstring for
     the formulas). ``controls``: ``"mixing"`` (softmax or linear), ``"slope"`` (ALiBi's
-    m), ``"window"`` (w; w = n − 1 keeps every key), ``"sharpness"`` (c, multiplying
-    the queries).
+    m) and ``"sharpness"`` (c, multiplying the queries).
 
     Lesson: ``notebooks/10_in_practice.ipynb``.
     """

@@ -254,7 +254,7 @@ class QKVExplorer(CourseWidget):
         centre = P.mean(axis=0)
         scale = float(np.ptp(P, axis=0).max() or 1.0)
         for (x, y), label in zip(P, self.labels, strict=True):
-            # Each label sits on the side away from the mean (×), so none covers it.
+            # Each label sits on the side away from the mean (+), so none covers it.
             away = np.array([x, y]) - centre
             length = float(np.hypot(*away))
             nudge = away / length if length > 1e-9 * scale else np.array([0.7, 0.7])
@@ -267,7 +267,7 @@ class QKVExplorer(CourseWidget):
                 ha="center",
                 va="center",
             )
-        ax.plot(*centre, marker="x", color="0.3", ms=6, zorder=2)
+        ax.plot(*centre, marker="+", color="0.3", ms=7, zorder=2)
         (self.path_line,) = ax.plot([], [], color=plots.SECOND, lw=1, alpha=0.6, zorder=3)
         (self.point,) = ax.plot([], [], "o", color=plots.SECOND, ms=7, mec="black", zorder=4)
         half = 0.6 * float(np.ptp(P, axis=0).max() or 1.0)

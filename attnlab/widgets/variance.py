@@ -1,8 +1,8 @@
 """Widget for lesson 02: how the spread of q·k grows with d_k, and what softmax makes of it.
 
 Lesson: ``notebooks/02_variance.ipynb``. The samples come from
-``attnlab.lessons.variance.samples_by_dk``, drawn once when the widget is built; the row of
-the right panel from a generator of its own.
+``attnlab.lessons.variance.samples_by_dk``, drawn once when the widget is built; the rows of
+the right panel from a generator of their own, also once.
 """
 
 from __future__ import annotations
@@ -31,8 +31,11 @@ LARGEST_D_K = 4096
 START_D_K = 16  # where the slider starts, when it is on the slider: both panels show an effect
 SAMPLES_RANGE = (100, 100_000)
 RAW_BINS = 80
-ROW_KEYS = 256  # the right panel: one fixed query against this many fixed keys,
-ROW_SHOWN = 12  # of whose softmax weights the largest this many are drawn
+ROW_KEYS = 256  # the right panel: ROW_COUNT fixed queries, each against the same
+ROW_COUNT = 200  # ROW_KEYS fixed keys, and the largest softmax weight of each row
+# The largest weight of a row of ROW_KEYS lies between 1/ROW_KEYS (an even spread) and 1:
+# bins half a power of two wide on a log scale, from 1/256 = 2⁻⁸ to 1 = 2⁰.
+TOP_EDGES = np.arange(-8.0, 0.01, 0.5)
 
 
 def _check_d_ks(d_ks: Any) -> tuple[int, ...]:
@@ -60,17 +63,20 @@ def _raw_limit(largest_d_k: int) -> float:
 
 class VarianceExplorer(CourseWidget):
     """Left: a histogram of q·k for the d_k on the slider and the entries' distribution in
-    the dropdown. Right: what softmax makes of such scores, for one fixed row.
+    the dropdown. Right: what softmax makes of such scores, over ``ROW_COUNT`` rows.
 
     ``samples`` maps each distribution to ``{d_k: samples}``; ``n_samples`` is the number
     of samples per d_k, for the note under the figure. ``rows`` maps each distribution to
-    a pair ``(q, K)``: one query of length ``max(d_ks)`` and ``ROW_KEYS`` keys, of which
-    each d_k uses the first d_k entries, so the slider changes d_k, not the row.
+    a pair ``(Q, K)``: ``ROW_COUNT`` queries of length ``max(d_ks)`` and ``ROW_KEYS`` keys,
+    of which each d_k uses the first d_k entries, so the slider changes d_k, not the rows.
     ``shown``: ``"d_k"``, ``"dist"``, ``"raw_std"`` (measured on the samples shown),
     ``"raw"`` (the histogram's bar heights, a density on one y-axis shared by every d_k),
-    ``"row_raw"`` and ``"row_scaled"`` (the ``ROW_SHOWN`` largest weights of
-    ``softmax(q·k_j)`` and of ``softmax(q·k_j / √d_k)``, largest first), and
-    ``"top_weight_raw"`` and ``"top_weight_scaled"`` (the first of each).
+    ``"top_raw"`` and ``"top_scaled"`` (the largest weight of each row of
+    ``softmax(q·k_j)`` and of ``softmax(q·k_j / √d_k)``, shape ``(ROW_COUNT,)``),
+    ``"top_hist_raw"`` and ``"top_hist_scaled"`` (the share of rows in each bin of
+    ``TOP_EDGES``, log₂ of the weight), ``"median_top_raw"`` and ``"median_top_scaled"``,
+    and ``"above_half_raw"`` and ``"above_half_scaled"`` (the share of rows whose largest
+    weight is above 0.5).
     """
 
     ncols = 2
@@ -93,23 +99,25 @@ class VarianceExplorer(CourseWidget):
         # Everything the slider shows is computed here, once.
         self.frames: dict[tuple[str, int], dict[str, Any]] = {}
         for name, by_dk in samples.items():
-            q, K = rows[name]
+            Q, K = rows[name]
             for d, s in by_dk.items():
                 raw_counts, _ = np.histogram(s, bins=raw_edges)
-                row = K[:, :d] @ q[:d]  # one row of scores: q·k_j for every key j
-                row_raw = np.sort(softmax(row))[::-1][:ROW_SHOWN]
-                row_scaled = np.sort(softmax(row / np.sqrt(d)))[::-1][:ROW_SHOWN]
-                self.frames[name, d] = {
+                scores = Q[:, :d] @ K[:, :d].T  # ROW_COUNT rows of q·k_j, one per query
+                frame: dict[str, Any] = {
                     "d_k": d,
                     "dist": name,
                     # A density on one shared axis: the peak drops like 1/√d_k as it widens.
                     "raw": raw_counts / (s.size * np.diff(raw_edges)),
                     "raw_std": float(np.std(s, ddof=1)),
-                    "row_raw": row_raw,
-                    "row_scaled": row_scaled,
-                    "top_weight_raw": float(row_raw[0]),
-                    "top_weight_scaled": float(row_scaled[0]),
                 }
+                for label, divisor in (("raw", 1.0), ("scaled", np.sqrt(d))):
+                    top = softmax(scores / divisor).max(axis=1)  # each row's largest weight
+                    counts, _ = np.histogram(np.log2(top), bins=TOP_EDGES)
+                    frame[f"top_{label}"] = top
+                    frame[f"top_hist_{label}"] = counts / top.size
+                    frame[f"median_top_{label}"] = float(np.median(top))
+                    frame[f"above_half_{label}"] = float(np.mean(top > 0.5))
+                self.frames[name, d] = frame
         # Each distribution's left axes fit all its frames: ±1 entries at d_k = 1 put all
         # the samples in two bins. Switching the distribution redraws the figure with its
         # own axes (see ``refresh``).
@@ -176,24 +184,32 @@ class VarianceExplorer(CourseWidget):
             0.03, 0.95, "", transform=ax_raw.transAxes, va="top", fontsize=9
         )
 
-        # One fixed row of ROW_KEYS keys: its largest softmax weights, raw and ÷ √d_k.
-        rank = np.arange(1, ROW_SHOWN + 1)
-        width = 0.4
-        zeros = np.zeros(ROW_SHOWN)
+        # ROW_COUNT rows of ROW_KEYS keys: how their largest weights spread, raw and ÷ √d_k,
+        # on a log scale (each bin split in two: raw on the left, scaled on the right).
+        left, step = TOP_EDGES[:-1], float(TOP_EDGES[1] - TOP_EDGES[0])
+        width = 0.45 * step
+        zeros = np.zeros(left.size)
         self.row_bars = [
-            ax_row.bar(rank - width / 2, zeros, width, color=plots.ACCENT, label="raw q·k"),
-            ax_row.bar(rank + width / 2, zeros, width, color=plots.SECOND, label="q·k / √d_k"),
-        ]
-        ax_row.axhline(1 / ROW_KEYS, color="0.35", linestyle=":", linewidth=1.0)
-        ax_row.set_xlim(0.4, ROW_SHOWN + 0.6)
+            ax_row.bar(left + 0.05 * step, zeros, width, align="edge", color=plots.ACCENT,
+                       label="raw q·k"),
+            ax_row.bar(left + 0.5 * step, zeros, width, align="edge", color=plots.SECOND,
+                       label="q·k / √d_k"),
+        ]  # fmt: skip
+        ax_row.axvline(-1.0, color="0.35", linestyle=":", linewidth=1.0)  # a weight of 0.5
+        ax_row.text(
+            -1.1, 0.55, "weight 0.5", ha="right", va="center", rotation=90, fontsize=8,
+            color="0.35", transform=ax_row.get_xaxis_transform(),
+        )  # fmt: skip
+        ax_row.set_xlim(TOP_EDGES[0], TOP_EDGES[-1])
         ax_row.set_ylim(0, 1.05)
-        ax_row.set_xticks(rank[::2] if ROW_SHOWN > 8 else rank)
-        ax_row.set_xlabel(f"key, by weight (largest {ROW_SHOWN} of {ROW_KEYS})")
-        ax_row.set_ylabel("softmax weight")
-        ax_row.set_title("one query's row of weights")
-        ax_row.legend(loc="upper right", fontsize=8)
+        ticks = np.arange(-8, 1, 2)
+        ax_row.set_xticks(ticks, ["1/256", "1/64", "1/16", "1/4", "1"])
+        ax_row.set_xlabel(f"largest weight in a row of {ROW_KEYS} keys (log scale)")
+        ax_row.set_ylabel(f"share of the {ROW_COUNT} rows")
+        ax_row.set_title(f"largest weight of {ROW_COUNT} rows")
+        ax_row.legend(loc="upper left", fontsize=8)
         self.row_text = ax_row.text(
-            0.97, 0.72, "", transform=ax_row.transAxes, va="top", ha="right", fontsize=9
+            0.03, 0.76, "", transform=ax_row.transAxes, va="top", ha="left", fontsize=8
         )
         return [
             self.raw_hist.patch,
@@ -226,21 +242,23 @@ class VarianceExplorer(CourseWidget):
         self.band.set_x(-std)
         self.band.set_width(2 * std)
         self.raw_text.set_text(f"d_k = {d_k}\nmeasured std {std:.2f}\n√d_k = {np.sqrt(d_k):.2f}")
-        for bars, weights in zip(
-            self.row_bars, (frame["row_raw"], frame["row_scaled"]), strict=True
+        for bars, shares in zip(
+            self.row_bars, (frame["top_hist_raw"], frame["top_hist_scaled"]), strict=True
         ):
-            for bar, w in zip(bars.patches, weights, strict=True):
-                bar.set_height(float(w))
+            for bar, share in zip(bars.patches, shares, strict=True):
+                bar.set_height(float(share))
         self.row_text.set_text(
-            f"largest weight\nraw {frame['top_weight_raw']:.2f}\n"
-            f"÷ √d_k {frame['top_weight_scaled']:.2f}"
+            f"median\nraw {frame['median_top_raw']:.2f}\n÷ √d_k {frame['median_top_scaled']:.2f}"
         )
         self.shown = dict(frame)
         self.readout.value = (
             f"Left: {self.n_samples} dot products per d_k (entries "
             f"{DISTRIBUTION_LABELS[dist]}, mean 0, variance 1); shaded: ± one measured "
-            f"standard deviation. Right: one fixed query against {ROW_KEYS} fixed keys (the "
-            f"first d_k entries of each); dotted: the even spread, {1 / ROW_KEYS:.3f} per key."
+            f"standard deviation. Right: {ROW_COUNT} fixed queries, each against the same "
+            f"{ROW_KEYS} fixed keys (the first d_k entries of each vector); the largest softmax "
+            f"weight of each row, from 1/{ROW_KEYS} (an even spread) to 1; dotted: 0.5. Rows "
+            f"whose largest weight is above 0.5: {frame['above_half_raw']:.0%} raw, "
+            f"{frame['above_half_scaled']:.0%} divided by √d_k."
         )
 
 
@@ -252,7 +270,8 @@ def variance_explorer(
     dist: str = "normal",
     seed: int = 2,
 ) -> VarianceExplorer:
-    """A histogram of q·k for a d_k chosen with a slider, and one softmax row at that d_k.
+    """A histogram of q·k for a d_k chosen with a slider, and the largest softmax weights of
+    200 rows at that d_k.
 
     ``d_ks``: the d_k values on the slider (whole numbers from 1 to 4096; default the
     powers of two 1, 2, ..., 512). ``start``: the d_k the slider starts at, one of ``d_ks``
@@ -266,10 +285,12 @@ def variance_explorer(
     for the smallest: each histogram is a density, so as it widens like √d_k its peak
     drops like 1/√d_k (the curve is the normal density with standard deviation √d_k);
     the shaded band is ± one measured standard deviation. The right panel shows what
-    softmax makes of such scores: one fixed query against 256 fixed keys, the largest
-    12 weights of ``softmax(q·k_j)`` and of ``softmax(q·k_j / √d_k)``, each sorted, largest
-    first (the row is drawn once, from a generator of its own; each d_k uses the first
-    d_k entries of the same vectors).
+    softmax makes of such scores: 200 fixed queries, each against the same 256 fixed keys,
+    and a histogram (log scale, from 1/256 to 1) of each row's largest weight, of
+    ``softmax(q·k_j)`` (left bar of each bin) and of ``softmax(q·k_j / √d_k)`` (right bar),
+    with the median and the share of rows above 0.5 for each. The rows are drawn once,
+    seeded, from a generator of their own, and every d_k's histograms are computed when
+    the widget is built; each d_k uses the first d_k entries of the same vectors.
 
     Lesson: ``notebooks/02_variance.ipynb``.
     """
@@ -290,12 +311,12 @@ def variance_explorer(
         name: samples_by_dk(checked, n_samples, np.random.default_rng(seed), name)
         for name in DISTRIBUTIONS
     }
-    # The row comes from a generator of its own, so the samples above stay the same.
+    # The rows come from a generator of their own, so the samples above stay the same.
     rows_rng = np.random.default_rng([seed, 1])
     longest = checked[-1]
     rows = {
         name: (
-            unit_components(longest, rows_rng, name),
+            unit_components((ROW_COUNT, longest), rows_rng, name),
             unit_components((ROW_KEYS, longest), rows_rng, name),
         )
         for name in DISTRIBUTIONS
