@@ -1094,7 +1094,6 @@ def test_an_answer_of_only_zeros_is_asked_whether_it_is_a_placeholder(exercise):
         ("softmax", lambda x: attnlab.softmax(x), "attnlab.softmax"),
         ("attention", lambda Q, K, V: attnlab.attention(Q, K, V), "attnlab.attention"),
         ("online_softmax", lambda scores, block: attnlab.softmax(scores), "attnlab.softmax"),
-        ("entropy", attnlab.entropy, "attnlab.entropy"),
     ],
 )
 def test_an_answer_that_runs_the_courses_own_function_is_told_to_write_it(

@@ -479,6 +479,55 @@ def test_initialisation_gaps_and_their_claims(twins, capsys):
     assert out.count("\n") == 3 and "PyTorch's default variance: 0.150" in out
 
 
+def test_saturation_after_starts_where_start_of_training_does_and_grows_without_scaling():
+    task = lesson.make_task()
+    for gain in (1.0, 1 / np.sqrt(3)):
+        share = lesson.saturation_after(task, 256, "1", steps=10, init_gain=gain)
+        start = lesson.start_of_training(task, 256, "1", init_gain=gain)["saturated"]
+        assert share["start"] == start
+        assert share["after"] > max(share["start"], 0.5)
+    scaled = lesson.saturation_after(task, 256, "√d_k", steps=10)
+    assert scaled["start"] == 0.0 and scaled["after"] < 0.2
+
+
+def test_width_ablation_trains_one_task_per_width_and_its_claims_can_fail(capsys):
+    widths = lesson.width_ablation(d_k=16, d_models=(8, 32), seeds=(0, 1), steps=30)
+    assert list(widths) == [(8, "√d_k"), (8, "1"), (32, "√d_k"), (32, "1")]
+    # d_model = 32 is the lesson's own task: the same runs as the main ablation's.
+    same = lesson.train(lesson.make_task(), 16, "1", seeds=(0, 1), steps=30)
+    np.testing.assert_array_equal(widths[(32, "1")].loss, same.loss)
+    lesson.print_widths(widths)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 + 4 and "steps to 90%" in lines[0]
+
+    def faked(auc, final, steps_in):
+        out = {}
+        for (d_model, divisor), run in widths.items():
+            accuracy = np.full_like(run.accuracy, auc[(d_model, divisor)])
+            accuracy[:, steps_in[(d_model, divisor)] :] = 1.0  # reaches 90% there
+            accuracy[:, : steps_in[(d_model, divisor)]] = 0.0
+            out[(d_model, divisor)] = _with(
+                run,
+                accuracy=accuracy,
+                final_accuracy=np.full_like(run.final_accuracy, final[(d_model, divisor)]),
+            )
+        return out
+
+    steps_in = {(8, "√d_k"): 15, (8, "1"): 20, (32, "√d_k"): 5, (32, "1"): 20}
+    final = {(8, "√d_k"): 1.0, (8, "1"): 0.99, (32, "√d_k"): 1.0, (32, "1"): 0.9}
+    auc = dict.fromkeys(widths, 0.0)
+    good = faked(auc, final, steps_in)
+    assert all(c.holds for c in lesson.width_claims(good))
+    for change, final_change, index in [
+        ({(32, "1"): 5}, {}, 0),
+        ({(32, "√d_k"): 15}, {}, 1),
+        ({}, {(32, "1"): 0.97}, 2),
+        ({}, {(8, "1"): 0.9}, 2),
+    ]:
+        broken = faked(auc, {**final, **final_change}, {**steps_in, **change})
+        assert not lesson.width_claims(broken)[index].holds, index
+
+
 def test_attention_maps_before_and_after_training():
     task = lesson.make_task()
     maps = lesson.attention_maps(task, d_k=64, n_sequences=6, steps=120)
@@ -771,6 +820,37 @@ def test_attention_grad_q_names_a_sign_or_a_constant_factor(answer, phrase):
     assert not result.passed
     assert phrase in result.message, result.message
     assert "largest difference" not in result.message
+
+
+def test_attention_grad_q_names_v_for_k_in_the_last_product():
+    def answer(Q, K, V, G, s):  # the shapes agree on the first input, where d_v = d_k
+        return s * attnlab.softmax_backward(attnlab.softmax(s * Q @ K.T), G @ V.T) @ V
+
+    result = check("attention_grad_q", answer)
+    assert not result.passed
+    assert "uses V where it needs K" in result.message, result.message
+
+
+def test_attention_grad_q_returning_all_three_gradients_is_told_to_return_one():
+    def answer(Q, K, V, G, s):  # all three, as attention_backward returns them
+        P = attnlab.softmax(s * Q @ K.T)
+        grad_S = attnlab.softmax_backward(P, G @ V.T)
+        return s * grad_S @ K, s * grad_S.T @ Q, P.T @ G
+
+    result = check("attention_grad_q", answer)
+    assert not result.passed
+    assert "returned 3 arrays" in result.message and "return only the result" in result.message
+
+
+def test_attention_grad_q_inline_softmax_without_keepdims_gets_the_keepdims_hint():
+    def answer(Q, K, V, G, s):
+        P, grad_P = attnlab.softmax(s * Q @ K.T), G @ V.T
+        return s * (P * (grad_P - (P * grad_P).sum(axis=-1))) @ K
+
+    result = check("attention_grad_q", answer)
+    assert not result.passed
+    assert "one number per query" in result.message and "keeps it as a column" in result.message
+    assert "Which product of G with V" not in result.message  # the general shape hint
 
 
 def test_attention_grad_q_shape_hint_asks_rather_than_tells():

@@ -404,6 +404,18 @@ def test_peaky_rows_grow_with_the_spread():
     assert np.all(np.diff(shares) >= 0)
 
 
+def test_the_16_bit_error_grows_in_step_with_the_spread_once_a_row_is_nearly_one_hot():
+    stds = np.array([0.5, 1.0, 3.0, 5.0, 8.0, 10.0])
+    errors, _ = lesson.error_against_spread(stds)
+    heaviest = lesson.largest_weight(stds)
+    assert heaviest[0] < 0.05 and heaviest[2] > 0.9 and np.all(np.diff(heaviest) >= 0)
+    for fmt in ("float16", "bfloat16"):
+        per_spread = errors[fmt] / stds
+        assert per_spread[2] > 5 * per_spread[0]  # while rows gather their weight
+        later = per_spread[2:]
+        assert later.max() < 2 * later.min()  # then about level
+
+
 def test_the_peak_model_is_close_to_the_measured_peak_for_long_sequences():
     # tracemalloc sees what attention allocates; Q, K and V exist before the call.
     n, d = 1024, 16
@@ -658,6 +670,23 @@ def test_merge_states_mistakes_fail_and_are_named(answer, phrase):
     assert phrase in result.message, result.message
 
 
+def _merge_without_equal_maxima(m1, l1, o1, m2, l2, o2):
+    if m1 > m2:
+        f = math.exp(m2 - m1)
+        return m1, l1 + l2 * f, o1 + o2 * f
+    elif m2 > m1:  # the slip: no branch for m1 == m2
+        f = math.exp(m1 - m2)
+        return m2, l1 * f + l2, o1 * f + o2
+
+
+def test_a_merge_that_returns_none_on_one_case_names_that_case():
+    message = check("merge_states", _merge_without_equal_maxima).message
+    assert 'On the test input "equal maxima" (m1 = 0.5, m2 = 0.5)' in message
+    assert "ends without a `return`" in message
+    # An answer that never returns anything is still asked whether it forgot `return`.
+    assert "Did you forget `return`?" in check("merge_states", lambda *args: None).message
+
+
 def _plain_softmax(scores, block_size):
     e = np.exp(scores - scores.max())
     return e / e.sum()
@@ -754,7 +783,72 @@ def _converted_first(answer):
 def test_an_answer_that_converts_scores_first_is_asked_to_work_on_them_directly(answer):
     result = check("online_softmax", answer)
     assert not result.passed
-    assert "converted it first" in result.message and "work on it directly" in result.message
+    assert "made a new array from `scores`" in result.message
+    assert "read each block straight from it" in result.message
+
+
+def _padded_blocks(join):
+    """The online softmax over the row padded with -inf and reshaped to (n_blocks, block_size)."""
+
+    def answer(scores, block_size):
+        n_blocks = -(-len(scores) // block_size)
+        blocks = join(scores, n_blocks * block_size - len(scores)).reshape(n_blocks, block_size)
+        m, total = -np.inf, 0.0
+        for block in blocks:
+            new = max(m, block.max())
+            total = total * np.exp(m - new) + np.exp(block - new).sum()
+            m = new
+        return np.exp(scores - m) / total
+
+    return answer
+
+
+PADDINGS = [
+    lambda s, k: np.concatenate([s, np.full(k, -np.inf)]),
+    lambda s, k: np.append(s, np.full(k, -np.inf)),
+    lambda s, k: np.r_[s, np.full(k, -np.inf)],
+    lambda s, k: np.pad(s, (0, k), constant_values=-np.inf),
+]
+
+
+@pytest.mark.parametrize("join", PADDINGS)
+def test_a_padded_row_cut_into_blocks_by_reshape_passes(join):
+    result = check("online_softmax", _padded_blocks(join))
+    assert result.passed, result.message
+
+
+def test_a_padded_row_still_has_its_passes_followed():
+    def two_passes(scores, block_size):
+        n_blocks = -(-len(scores) // block_size)
+        padded = np.concatenate([scores, np.full(n_blocks * block_size - len(scores), -np.inf)])
+        blocks = padded.reshape(n_blocks, block_size)
+        m = -np.inf
+        for block in blocks:  # every block's maximum first ...
+            m = max(m, block.max())
+        total = sum(np.exp(block - m).sum() for block in blocks)  # ... then the sums
+        return np.exp(scores - m) / total
+
+    result = check("online_softmax", two_passes)
+    assert not result.passed and "in two passes over the row" in result.message
+    whole = check("online_softmax", lambda s, b: _plain_softmax(np.concatenate([s, []]), b))
+    assert not whole.passed and "not block by block" in whole.message
+
+
+def test_np_copy_of_the_row_still_passes():
+    assert check("online_softmax", lambda s, b: solutions.online_softmax(np.copy(s), b)).passed
+
+
+def test_an_answer_built_on_the_courses_tiled_attention_is_told_so():
+    def through_tiled(scores, block_size):
+        keys = scores.reshape(-1, 1)  # one query of 1 against keys of width 1: q · k = s
+        out = attnlab.tiled_attention(
+            np.ones((1, 1)), keys, np.eye(len(scores)), scale=1.0, block_size=block_size
+        )
+        return out[0]
+
+    result = check("online_softmax", through_tiled)
+    assert not result.passed
+    assert "runs the course's own `attnlab.tiled_attention`" in result.message
 
 
 def _builtin_plain_softmax(scores, block_size):
@@ -826,7 +920,8 @@ def test_a_plain_softmax_with_python_builtins_is_a_second_pass(answer):
 def test_a_row_copied_into_a_list_is_asked_to_work_on_scores_directly(to_list):
     result = check("online_softmax", _plain_softmax_of(to_list))
     assert not result.passed
-    assert "converted it first" in result.message and "work on it directly" in result.message
+    assert "copied the row into a list" in result.message
+    assert "read each block straight from it" in result.message
 
 
 def _scalar_loop_normalised_by(finish):

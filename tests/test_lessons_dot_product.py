@@ -212,3 +212,29 @@ def test_an_entry_by_entry_product_and_the_l1_norm_are_named():
     assert "entry by entry" in star and "`@`" in star
     l1 = check("best_key", lambda q, length: length * q / np.linalg.norm(q, ord=1)).message
     assert "L1 norm" in l1
+
+
+def test_cosine_similarity_and_turned_signs_are_named():
+    def cosines(x_new, K_cache, W_Q, W_K):
+        q, K = x_new @ W_Q, np.vstack([K_cache, x_new @ W_K])
+        return K @ q / (np.linalg.norm(q) * np.linalg.norm(K, axis=1))
+
+    cos = check("new_token_scores", cosines)
+    assert not cos and "cosine similarity" in cos.message and "q·(2k) = 2 q·k" in cos.message
+
+    def negated(x_new, K_cache, W_Q, W_K):
+        return -solutions.new_token_scores(x_new, K_cache, W_Q, W_K)
+
+    neg = check("new_token_scores", negated)
+    assert not neg and "opposite sign" in neg.message
+
+
+def test_a_key_at_a_right_angle_reads_zero_not_minus_zero():
+    def at_right_angle(q, length):
+        k = np.zeros_like(q)
+        k[0], k[1] = -q[1], q[0]  # turned by 90° in the plane of the first two axes
+        return length * k / np.linalg.norm(k)
+
+    message = check("best_key", at_right_angle).message
+    assert "90° away from q, so cos θ = 0.000 and its score is 0." in message
+    assert "-0.000" not in message and "e-1" not in message

@@ -673,3 +673,69 @@ def test_reach_cases_tell_the_transpose_and_the_layer_count_apart():
         assert np.diag(case.inputs["M"]).all()
     for case in cases[:-1]:  # small enough to read; the last is the long overflow case
         assert len(case.inputs["M"]) <= 8
+
+
+def test_position_costs_count_parameters_biases_and_rope_work():
+    c = family.position_costs(2048, 12, 64)
+    assert c["table_params"] == 4095 * 12 and c["t5_params"] == 32 * 12
+    assert c["alibi_params"] == c["rope_params"] == 0
+    assert c["bias_numbers"] == 12 * 2048**2  # one bias per head and pair
+    assert c["bias_numbers"] * 4 == 192 * 2**20  # 192 MiB in float32
+    # RoPE: 2 multiplications per entry of Q and of K, n · H · d_head entries each
+    assert c["rope_mults"] == 2 * 2 * 2048 * 12 * 64
+    assert c["score_madds"] == 12 * 2048**2 * 64
+    assert c["rope_mults"] / c["score_madds"] == 4 / 2048  # like n, against n²
+
+
+def _alibi_with_distance(distance):
+    def answer(n, H):
+        i = np.arange(n)
+        slopes = 2.0 ** (-8 * np.arange(1, H + 1) / H)
+        return -slopes[:, None, None] * distance(i[:, None], i[None, :])
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        # key minus query, as in T5's code, without the absolute value
+        (_alibi_with_distance(lambda i, j: j - i), "multiplied the slopes by j − i"),
+        (_alibi_with_distance(lambda i, j: (i - j) ** 2), "square of the distance"),
+        (_alibi_with_distance(lambda i, j: np.square(j - i)), "square of the distance"),
+    ],
+)
+def test_alibi_signed_key_minus_query_and_squared_distances_are_named(answer, phrase):
+    result = check("alibi_biases", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda M, L: M * L,
+        lambda M, L: M.astype(float) * L,
+        lambda M, L: L * M.astype(int),
+    ],
+)
+def test_reach_times_l_is_told_it_is_entrywise(answer):
+    result = check("reach", answer)
+    assert not result.passed
+    assert "the mask times L" in result.message and "entrywise" in result.message
+    assert "counts paths" not in result.message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # i − j of two (n,) arrays: n zeros, so n copies of b_0, without broadcasting
+        lambda n, table: np.asarray(table)[np.arange(n) - np.arange(n) + n - 1],
+        lambda n, table: table,  # the table itself
+    ],
+)
+def test_relative_bias_of_the_wrong_shape_gets_the_broadcasting_question(answer):
+    result = check("relative_bias", answer)
+    assert not result.passed
+    assert "but the result should have shape (3, 3)" in result.message
+    assert get_exercise("relative_bias").checker.shape_hint in result.message

@@ -368,8 +368,15 @@ def _gqa_group_averages_its_queries(Q, K, V):
     return attnlab.attention(Q, np.repeat(K, group, axis=-3), np.repeat(V, group, axis=-3))
 
 
+def _gqa_scaled_twice(Q, K, V):
+    group = Q.shape[-3] // K.shape[-3]
+    K, V = np.repeat(K, group, axis=-3), np.repeat(V, group, axis=-3)
+    return attnlab.attention(Q / np.sqrt(Q.shape[-1]), K, V)  # attention scales again
+
+
 GQA_MISTAKES = [
     (_gqa_group_averages_its_queries, "each query head keeps its own queries"),
+    (_gqa_scaled_twice, "√d_k twice"),
     (_gqa_tile, "h mod H_kv"),
     (lambda Q, K, V: attnlab.attention(Q, K[..., :1, :, :], V[..., :1, :, :]), "head 0"),
     (_gqa_mean, "averaged"),
@@ -794,18 +801,76 @@ def test_the_single_head_case_is_checked_first():
     assert exercise.mha_cases()[0].inputs["n_heads"] == 1
 
 
-@pytest.mark.parametrize(("power", "unit"), [(10, "KiB"), (20, "MiB"), (30, "GiB")])
-def test_a_cache_size_in_mib_is_asked_about_units(power, unit):
+@pytest.mark.parametrize(
+    ("divisor", "unit"),
+    [(2**10, "KiB"), (2**20, "MiB"), (2**30, "GiB"), (1e3, "kB"), (1e6, "MB"), (1e9, "GB")],
+)
+def test_a_cache_size_in_mib_is_asked_about_units(divisor, unit):
     def in_units(n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number):
         return (
             solutions.kv_cache_bytes(
                 n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number
             )
-            / 2**power
+            / divisor
         )
 
     message = check("kv_cache_bytes", in_units).message
     assert f"did you convert to {unit}?" in message, message
+
+
+@pytest.mark.parametrize("container", [tuple, list])
+def test_a_cache_size_returned_with_its_unit_is_asked_for_one_number(container):
+    def labelled(n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number):
+        size = solutions.kv_cache_bytes(
+            n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number
+        )
+        return container([size, "bytes"])
+
+    message = check("kv_cache_bytes", labelled).message
+    assert "return one number on its own" in message, message
+    assert "list of lists" not in message
+
+
+def _mask_with_lengths(pick):
+    """A mask that gives every sequence the length ``pick(lengths)``."""
+
+    def answer(lengths, n):
+        return solutions.padding_causal_mask(np.full(len(lengths), pick(lengths)), n)
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (
+            _mask_with_lengths(lambda lengths: lengths[0]),
+            "right for sequence 0 (length 3) but not for sequence 1 (length 1). Its mask is "
+            "the right one for length 3, the length of sequence 0",
+        ),
+        (
+            _mask_with_lengths(max),
+            "right for sequence 2 (length 4) but not for sequence 0 (length 3). Its mask is "
+            "the right one for length 4, the length of sequence 2",
+        ),
+    ],
+)
+def test_one_length_for_every_sequence_is_told_which_sequence_is_wrong(answer, phrase):
+    message = check("padding_causal_mask", answer).message
+    assert phrase in message, message
+    assert "use its own length, lengths[b]?" in message
+
+
+def test_a_mask_wrong_in_one_sequence_only_is_told_which():
+    def one_entry_off(lengths, n):
+        mask = solutions.padding_causal_mask(lengths, n)
+        if len(lengths) > 1:
+            mask[1, -1, 0] = False
+        return mask
+
+    message = check("padding_causal_mask", one_entry_off).message
+    assert "right for sequence 0 (length 3) but not for sequence 1 (length 1)." in message
+    assert "Compare your mask for sequence 1 with the expected one below." in message, message
 
 
 def test_python_and_on_arrays_gets_the_ampersand_hint():

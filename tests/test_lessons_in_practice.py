@@ -501,3 +501,74 @@ def test_an_outer_product_the_wrong_way_round_gets_the_shape_hint():
     result = check("causal_linear_attention", transposed)
     assert not result.passed
     assert "(d_k, d_v)?" in result.message
+
+
+@pytest.mark.parametrize("mistake", ex.LINEAR_MISTAKES, ids=lambda m: m.message[:30])
+def test_each_linear_slip_is_named(mistake):
+    result = check("linear_attention", mistake.compute)
+    assert not result.passed
+    assert result.message.startswith(mistake.message), result.message
+
+
+def test_the_recurrence_pass_asks_about_work():
+    # Re-scoring every earlier key at each token is n²/2 work in linear memory: it passes,
+    # and the PASS asks about it.
+    def rescoring(Q, K, V):
+        fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+        out = np.empty((len(Q), V.shape[1]))
+        for i in range(len(Q)):
+            w = fk[: i + 1] @ fq[i]
+            out[i] = w @ V[: i + 1] / w.sum()
+        return out
+
+    result = check("causal_linear_attention", rescoring)
+    assert result.passed, result.message
+    assert "not work" in result.message and "every earlier key" in result.message
+
+
+def _short_loop(out_start):
+    # The recurrence with `range(n - 1)`, into an array made by `out_start`.
+    def answer(Q, K, V):
+        fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+        S, z = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1])
+        out = out_start((len(Q), V.shape[1]))
+        for i in range(len(Q) - 1):
+            S, z = S + np.outer(fk[i], V[i]), z + fk[i]
+            out[i] = fq[i] @ S / (fq[i] @ z)
+        return out
+
+    return answer
+
+
+@pytest.mark.parametrize("out_start", [np.zeros, lambda shape: np.full(shape, 7.0)])
+def test_a_loop_that_misses_the_last_token_is_told_so(out_start):
+    result = check("causal_linear_attention", _short_loop(out_start))
+    assert not result.passed
+    assert result.message.startswith("Your rows are right for every token but the last")
+
+
+def test_a_state_of_whole_numbers_gets_a_dtype_hint():
+    def int_state(Q, K, V):
+        fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+        S = np.zeros((K.shape[1], V.shape[1]), dtype=int)
+        z = np.zeros(K.shape[1], dtype=int)
+        out = np.empty((len(Q), V.shape[1]))
+        for i in range(len(Q)):
+            S += np.outer(fk[i], V[i])
+            z += fk[i]
+            out[i] = fq[i] @ S / (fq[i] @ z)
+        return out
+
+    message = check("causal_linear_attention", int_state).message
+    assert "integer dtype" in message and message.rstrip().endswith("?")
+
+
+def test_an_array_used_as_a_condition_gets_a_hint():
+    def truthy(q, k, attn_mask=None, is_causal=False, scale=None):
+        S = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+        if attn_mask:
+            S = S + attn_mask
+        return attnlab.softmax(S)
+
+    message = check("sdpa_weights", truthy).message
+    assert "whether a mask was passed at all" in message and "not None?" in message

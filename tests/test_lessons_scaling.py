@@ -1,4 +1,4 @@
-"""Tests for lesson 03's experiments (``attnlab.lessons.scaling``) and its ``entropy`` exercise.
+"""Tests for lesson 03's experiments (``attnlab.lessons.scaling``) and its exercises.
 
 The Monte-Carlo tests use fixed seeds and generous tolerances: a few hundred rows
 per d_k pin a mean weight or entropy to within a few hundredths.
@@ -76,17 +76,6 @@ def test_random_score_rows_with_other_spreads(sigma_q, sigma_k):
     assert S.var() == pytest.approx((sigma_q * sigma_k) ** 2 * 64, rel=0.1)
     unit = lesson.random_score_rows(64, n_rows=1000, seed=2)
     np.testing.assert_allclose(S, sigma_q * sigma_k * unit, rtol=1e-9, atol=1e-9)
-
-
-@pytest.mark.parametrize(
-    "d_k, target, sigma_q, sigma_k",
-    [(256, 1.0, 1 / 3**0.5, 1 / 3**0.5), (100, 0.25, 1.0, 1.0), (48, 3.0, 2.0, 0.1)],
-)
-def test_divisor_for_variance_gives_the_target_variance(d_k, target, sigma_q, sigma_k):
-    tau = lesson.divisor_for_variance(d_k, target, sigma_q, sigma_k)
-    S = lesson.random_score_rows(d_k, n_rows=2000, seed=7, sigma_q=sigma_q, sigma_k=sigma_k)
-    assert (S / tau).var() == pytest.approx(target, rel=0.08)
-    assert tau == pytest.approx(sigma_q * sigma_k * math.sqrt(d_k / target))
 
 
 def test_score_rows_are_drawn_like_random_score_rows():
@@ -226,119 +215,7 @@ def test_figures_have_titles_and_labels():
         matplotlib.pyplot.close(fig)
 
 
-# ------------------------------------------------------------ the exercise
-
-
-def entropy_loop(p):
-    out = []
-    for row in p:
-        out.append(-sum(x * math.log(x) for x in row if x > 0))
-    return out
-
-
-def entropy_nansum(p):
-    return -np.nansum(p * np.log(p), axis=1)
-
-
-def entropy_masked_log(p):
-    return -(p * np.log(p, where=p > 0, out=np.zeros_like(p))).sum(axis=-1)
-
-
-CORRECT = [
-    solutions.entropy,
-    entropy_loop,
-    entropy_nansum,
-    entropy_masked_log,
-    lambda p: -np.where(p > 0, p * np.log(np.clip(p, 1e-300, None)), 0.0).sum(axis=1),
-    lambda p: (p * np.log(1 / np.clip(p, 1e-300, None))).sum(-1).astype(np.float32),
-    lambda p: -(p * np.log(p + 1e-12)).sum(axis=-1),  # a tiny epsilon is close enough
-]
-
-
-@pytest.mark.parametrize("answer", CORRECT)
-def test_correct_entropy_answers_pass(answer):
-    result = check("entropy", answer)
-    assert result.passed, result.message
-    assert result.message.startswith("Well done!")
-
-
-MISTAKES = [
-    (lambda p: -(p * np.log(p)).sum(axis=-1), "0 · log 0"),
-    (lambda p: -np.nansum(p * np.log2(p), axis=1), "log base 2"),
-    (lambda p: -(p * np.log2(p)).sum(axis=-1), "log base 2"),
-    (lambda p: -np.nansum(p * np.log10(p), axis=1), "log base 10"),
-    (lambda p: -np.nansum(p * np.log(p), axis=0), "wrong axis"),
-    (lambda p: np.nansum(p * np.log(p), axis=1), "minus sign"),
-    (lambda p: -np.nansum(p * np.log(p)), "whole array"),
-    (lambda p: -(p[p > 0] * np.log(p[p > 0])).sum(), "p[p > 0]"),
-    (lambda p: -np.nansum(p * np.log(p), axis=1, keepdims=True), "keepdims"),
-    (lambda p: -np.nansum(p * np.log(p), axis=1) / p.shape[1], "mean"),
-    (lambda p: -np.log(p).sum(axis=1), "without weighting"),
-]
-
-
-@pytest.mark.parametrize(("answer", "phrase"), MISTAKES)
-def test_classic_entropy_mistakes_fail_and_are_named(answer, phrase):
-    result = check("entropy", answer)
-    assert not result.passed
-    assert phrase in result.message, result.message
-    assert "Expected" in result.message and "Your `entropy` returned" in result.message
-
-
-def test_zero_rows_hint_and_range_hint():
-    # Right where p has no zeros, wrong where it has: the 0 · log 0 hint, with the `out` tip.
-    def half_fixed(p):
-        h = -np.nansum(p * np.log(p), axis=1)
-        return np.where((p == 0).any(axis=1), h + 0.3, h)
-
-    message = check("entropy", half_fixed).message
-    assert "0 · log 0" in message and "out=np.zeros_like(p)" in message
-    assert "larger than log(n)" in check("entropy", lambda p: entropy_nansum(p) * 1.5).message
-    assert "negative" in check("entropy", lambda p: entropy_nansum(p) - 2.0).message
-
-
-def entropy_where_without_out(p):
-    return -(p * np.log(p, where=p > 0)).sum(axis=-1)
-
-
-def entropy_where_without_out_float32(p):
-    q = np.asarray(p, dtype=np.float32)
-    return -np.multiply(q, np.log(q, where=q > 0), where=q > 0).sum(axis=-1)
-
-
-@pytest.mark.parametrize("answer", [entropy_where_without_out, entropy_where_without_out_float32])
-def test_where_without_out_fails_every_time_with_its_own_hint(answer):
-    # Without `out=`, the entries a ufunc skips hold whatever was in memory, often zeros
-    # that hide the mistake; the check leaves NaN in freed memory, so it fails every time.
-    for _ in range(5):
-        result = check("entropy", answer)
-        assert not result.passed
-        assert "`where=` but without `out=`" in result.message, result.message
-        assert "Expected" in result.message
-
-
-def test_where_without_out_fails_even_when_its_source_cannot_be_read():
-    namespace = {"np": np}
-    exec("def entropy(p):\n    return -(p * np.log(p, where=p > 0)).sum(-1)\n", namespace)
-    result = check("entropy", namespace["entropy"])
-    assert not result.passed and "0 · log 0" in result.message
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
-        # Skipped entries are replaced or multiplied away: right whatever memory holds.
-        lambda p: -np.where(p > 0, p * np.log(p, where=p > 0), 0.0).sum(axis=-1),
-        lambda p: -np.nansum(p * np.log(p, where=p > 0), axis=-1),
-    ],
-)
-def test_where_without_out_that_never_reads_the_skipped_entries_passes(answer):
-    assert check("entropy", answer).passed
-
-
-def test_a_positive_log_term_is_not_called_a_missing_minus_sign():
-    message = check("entropy", lambda p: -(p * np.log(p + 1)).sum(axis=-1)).message
-    assert "add something to p inside the log" in message and "minus sign" not in message
+# ------------------------------------------------ temperature_for_entropy exercise
 
 
 def test_a_bisection_that_moves_the_wrong_way_is_told_so():
@@ -354,31 +231,6 @@ def test_a_bisection_that_moves_the_wrong_way_is_told_so():
 
     message = check("temperature_for_entropy", reversed_bisection).message
     assert "one end of your search interval" in message and "wrong way" in message
-
-
-def test_odd_answers_fail_kindly():
-    assert "returned None" in check("entropy", lambda p: None).message
-    assert not check("entropy", lambda p: 1 / 0).passed
-    assert "haven't written" in check("entropy", _not_written).message
-
-
-def _not_written(p):
-    raise NotImplementedError
-
-
-def test_entropy_is_registered_for_lesson_03_with_its_solution():
-    assert "entropy" in exercise_ids()
-    record = get_exercise("entropy")
-    assert record.lesson == "notebooks/03_scaling.ipynb"
-    code = solution("entropy")
-    assert code.startswith("def entropy(p):") and "return" in code and "raise" not in code
-    assert check("entropy", solutions.entropy).passed
-
-
-def test_exercise_reference_agrees_with_the_course_function():
-    rng = np.random.default_rng(9)
-    p = attnlab.softmax(rng.normal(scale=30.0, size=(50, 12)))
-    np.testing.assert_allclose(exercise.reference_entropy(p), lesson.entropy(p), atol=1e-12)
 
 
 @pytest.mark.parametrize("n, target", [(5, 0.3), (8, 1.0), (16, 2.5)])
@@ -420,6 +272,24 @@ def test_temperature_feedback_tells_close_numbers_apart():
     assert "Expected" not in message  # its 3 decimals would show both numbers alike
 
 
+def test_a_search_sized_by_the_row_that_moves_the_wrong_way_is_told_so():
+    # The solution's interval, spread / 1000 … spread · 1000, searched the wrong way round:
+    # it ends at spread · 1000, an end of the interval though no round number.
+    def reversed_search(scores, target):
+        spread = scores.max() - scores.min()
+        low, high = spread * 1e-3, spread * 1e3
+        for _ in range(100):
+            tau = np.sqrt(low * high)
+            if lesson.entropy(attnlab.softmax(scores / tau)) > target:
+                low = tau
+            else:
+                high = tau
+        return np.sqrt(low * high)
+
+    message = check("temperature_for_entropy", reversed_search).message
+    assert "one end of your search interval" in message and "wrong way" in message, message
+
+
 @pytest.mark.parametrize("tau", [0.1, 10.0])
 def test_temperature_feedback_spots_an_end_of_a_narrow_bracket(tau):
     message = check("temperature_for_entropy", lambda scores, target: tau).message
@@ -447,6 +317,101 @@ def test_temperature_feedback_spots_the_target_returned():
     assert "target entropy itself" in message
     for mistake in exercise.TEMPERATURE_MISTAKES:
         assert not check("temperature_for_entropy", mistake.compute).passed
+
+
+def _bisection(scores, target, steps=100, low=1e-3, high=1e3, log=np.log):
+    """A learner's search on a linear scale; ``log`` is the logarithm of their entropy."""
+    for _ in range(steps):
+        tau = (low + high) / 2
+        p = attnlab.softmax(scores / tau)
+        h = -(p * log(np.where(p > 0, p, 1.0))).sum()
+        if h < target:
+            low = tau
+        else:
+            high = tau
+    return (low + high) / 2
+
+
+def _newton(scores, target):
+    # Newton steps on τ from τ = 1, with a numerical slope: it overshoots below 0 on one input.
+    def h(tau):
+        return float(lesson.entropy(attnlab.softmax(scores / tau)))
+
+    tau = 1.0
+    for _ in range(50):
+        slope = (h(tau + 1e-6) - h(tau - 1e-6)) / 2e-6
+        tau = tau - (h(tau) - target) / slope
+    return tau
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        solutions.temperature_for_entropy,
+        _bisection,
+        lambda scores, target: _bisection(scores, target, steps=60, low=1e-4, high=1e4),
+    ],
+)
+def test_correct_temperature_answers_pass(answer):
+    result = check("temperature_for_entropy", answer)
+    assert result.passed, result.message
+
+
+def test_the_course_temperature_function_does_not_pass():
+    result = check("temperature_for_entropy", lesson.temperature_for_entropy)
+    assert not result.passed and "course's own" in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        (lambda scores, target: float("nan"), "came out as nan"),
+        (lambda scores, target: -0.84, "came out as -0.84"),
+        (lambda scores, target: float("inf"), "came out as inf"),
+        (_newton, "A Newton step can overshoot below 0"),
+    ],
+)
+def test_a_temperature_that_is_no_positive_number_is_quoted(answer, says):
+    message = check("temperature_for_entropy", answer).message
+    assert says in message, message
+    assert "Return one positive number" in message
+
+
+def test_a_search_that_stops_too_soon_is_asked_about_its_last_interval():
+    # 12 halvings of 0.001 … 1000 leave an interval 0.24 wide: τ = 2.076 against 2.043.
+    message = check("temperature_for_entropy", lambda s, t: _bisection(s, t, steps=12)).message
+    assert "How fine is your search" in message and "last interval" in message, message
+    assert "smaller" not in message and "lower" not in message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda scores, target: float(np.sqrt(len(scores))),  # a rule, not a search
+        lambda scores, target: float(np.std(scores)),
+        lambda scores, target: _bisection(scores, target) ** 2,
+    ],
+)
+def test_a_wrong_temperature_is_not_told_the_method(answer):
+    # The first reply asks a question; it names neither halving nor an interval.
+    message = check("temperature_for_entropy", answer).message
+    assert "rule out a whole range of τ" in message, message
+    assert "halving" not in message and "interval" not in message
+    assert "too flat, so τ must be smaller" in message or "too sharp" in message
+
+
+def test_a_search_that_measures_entropy_in_bits_is_told_so():
+    message = check("temperature_for_entropy", lambda s, t: _bisection(s, t, log=np.log2)).message
+    assert "in bits, not in nats" in message and "np.log2" in message, message
+
+
+def test_temperature_for_entropy_is_registered_for_lesson_03_with_its_solution():
+    assert get_exercise("temperature_for_entropy").lesson == "notebooks/03_scaling.ipynb"
+    code = solution("temperature_for_entropy")
+    assert code.startswith("def temperature_for_entropy(scores, target):")
+    # It calls the course's softmax and entropy, no exercise of a later lesson.
+    assert code.uses == () and "attnlab.entropy" in code
+    assert "entropy" not in exercise_ids()  # entropy is given, not an exercise
 
 
 def test_the_gradient_at_the_query_keeps_its_size_only_with_the_divisor():
@@ -545,7 +510,6 @@ def test_classic_largest_jacobian_entry_mistakes_fail_and_are_named(answer, phra
 
 def test_largest_jacobian_entry_is_registered_for_lesson_03():
     assert get_exercise("largest_jacobian_entry").lesson == "notebooks/03_scaling.ipynb"
-    assert "divisor_for_variance" not in exercise_ids()
     code = solution("largest_jacobian_entry")
     assert code.startswith("def largest_jacobian_entry(p):") and "softmax_jacobian" not in code
     # Every declared mistake gives other numbers than the reference on some test input.

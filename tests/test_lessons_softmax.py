@@ -79,3 +79,90 @@ def test_qk_norm_bound_plot_names_its_measured_points():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "max over 2000 queries, these 6 keys" in labels
     plt.close(fig)
+
+
+# ---------------------------------------------------------------- the checkers
+
+
+def _masked_nanmax_nan_to_num(x, mask):
+    kept = np.where(mask, x, np.nan)
+    m = np.nanmax(kept, axis=-1, keepdims=True)  # warns on a row with no key left
+    e = np.exp(kept - m)
+    return np.nan_to_num(e / np.nansum(e, axis=-1, keepdims=True))
+
+
+def _masked_nanmax_fixed_up(x, mask):
+    m = np.nanmax(np.where(mask, x, np.nan), axis=-1, keepdims=True)  # warns all the same
+    m = np.where(np.isnan(m), 0.0, m)
+    e = np.exp(np.where(mask, x, -np.inf) - m)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)
+
+
+@pytest.mark.parametrize("answer", [_masked_nanmax_nan_to_num, _masked_nanmax_fixed_up])
+def test_a_masked_softmax_built_on_nanmax_is_told_that_nanmax_warns(answer):
+    # Right weights, but np.nanmax warns through Python's warnings, not np.errstate: the
+    # lesson's hidden test turns that warning into an error.
+    result = attnlab.check("masked_softmax", answer)
+    assert not result.passed
+    assert "All-NaN slice" in result.message
+    assert "`np.nanmax` warns on a row that is all nan" in result.message
+
+
+def _masked_nanmax_silenced(x, mask):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _masked_nanmax_fixed_up(x, mask)
+
+
+def test_a_masked_softmax_that_filters_warnings_out_is_refused():
+    result = attnlab.check("masked_softmax", _masked_nanmax_silenced)
+    assert not result.passed
+    assert "switches NumPy's warnings off" in result.message
+
+
+def _masked_nan_fill(x, mask):
+    kept = np.where(mask, x, np.nan)  # exp(nan) is nan, not 0
+    e = np.exp(kept - np.nanmax(kept, axis=-1, keepdims=True))
+    return e / np.nansum(e, axis=-1, keepdims=True)
+
+
+def test_a_masked_softmax_with_nan_on_the_blocked_keys_is_asked_for_minus_infinity():
+    result = attnlab.check("masked_softmax", _masked_nan_fill)
+    assert not result.passed
+    assert "nan on blocked ones" in result.message
+    assert "multiply" not in result.message
+
+
+def _softmax_naive_cleaned_up(x):
+    with np.errstate(all="ignore"):
+        e = np.exp(x)
+        return np.nan_to_num(e / e.sum(axis=-1, keepdims=True))
+
+
+def test_a_naive_softmax_with_its_nan_cleaned_up_is_told_about_overflow():
+    result = attnlab.check("softmax", _softmax_naive_cleaned_up)
+    assert not result.passed
+    assert "Rows 0 and 2 of your result are all zeros" in result.message
+    assert "keeps every exponent ≤ 0" in result.message
+    assert "your rows sum to" not in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        # diag(p²) - p pᵀ: a zero diagonal, rows sum below 0
+        (lambda P: np.stack([np.diag(p**2) - np.outer(p, p) for p in P]), "too small"),
+        (
+            lambda P: np.stack([np.diag(p) - np.outer(p, p) + 0.1 * np.eye(len(p)) for p in P]),
+            "too large",
+        ),
+    ],
+)
+def test_the_jacobian_row_sum_hint_says_which_way_the_sums_are_off(answer, said):
+    result = attnlab.check("softmax_jacobian", answer)
+    assert not result.passed
+    assert "don't sum to 0" in result.message
+    assert said in result.message

@@ -84,8 +84,38 @@ def test_a_rounded_factor_is_named(decimals, says):
     assert f"rounded to {says}" in result.message
 
 
-def test_another_wrong_number_is_not_restated_with_other_digits():
-    # The example below the hint shows the number with 3 decimals; the hint does not repeat it.
+def test_another_wrong_number_is_shown_once_with_four_digits():
+    # The example below the hint shows the number (4 significant digits below 1, so that
+    # 1/16 reads 0.0625); the hint itself does not repeat it.
     result = check("scale_factor", lambda d_k: 1 / np.sqrt(d_k + 1))
     assert not result.passed
-    assert "0.4472" not in result.message and "for d_k = 4" in result.message
+    assert result.message.count("0.4472") == 1 and "for d_k = 4" in result.message
+    assert "0.0625" in check("scale_factor", lambda d_k: 1 / d_k**2).message
+
+
+@pytest.mark.parametrize(
+    ("answer", "what"),
+    [
+        (lambda n_q, n_k, d_k, d_v: "(n_q, d_v)", "returned text"),
+        (lambda n_q, n_k, d_k, d_v: f"({n_q}, {d_v})", "returned text"),
+        (lambda n_q, n_k, d_k, d_v: {"rows": n_q, "columns": d_v}, "returned a dict"),
+        (lambda n_q, n_k, d_k, d_v: {n_q, d_v}, "A set has no order"),
+    ],
+)
+def test_text_a_dict_or_a_set_is_asked_for_the_pair(answer, what):
+    result = check("output_shape", answer)
+    assert not result.passed
+    assert what in result.message and "the pair itself" in result.message
+    # The general messages ask for a number or an array, which does not fit a shape.
+    assert "array itself" not in result.message and "list of lists" not in result.message
+
+
+def test_a_product_without_the_transpose_gets_the_shape_rule_of_at():
+    def measured(n_q, n_k, d_k, d_v):
+        Q, K, V = np.zeros((n_q, d_k)), np.zeros((n_k, d_k)), np.zeros((n_k, d_v))
+        return (Q @ K @ V).shape
+
+    result = check("output_shape", measured)
+    assert not result.passed
+    assert "at `return (Q @ K @ V).shape`" in result.message
+    assert "(a, b) @ (b, c) gives (a, c)" in result.message and "transpose" in result.message

@@ -91,6 +91,24 @@ def test_weights_rounded_to_two_decimals_pass_the_by_hand_question(value):
     assert check("attention_by_hand", value).passed
 
 
+@pytest.mark.parametrize("value", [-25.98, 0.5, 8.5, 12.0, 1e7])
+def test_a_by_hand_answer_outside_the_values_range_is_told_so(value):
+    # -25.98 is a log-softmax, 12 no named slip: both leave the range the exercise asks
+    # the learner to predict.
+    from attnlab import check
+
+    result = check("attention_by_hand", value)
+    assert not result.passed and "outside [1, 8]" in result.message
+
+
+@pytest.mark.parametrize("value", [2.5, 7.92, 8.0])
+def test_a_by_hand_answer_inside_the_range_is_not_called_outside(value):
+    from attnlab import check
+
+    result = check("attention_by_hand", value)
+    assert not result.passed and "outside" not in result.message
+
+
 def _scaled_scores(Q, K):
     return Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
 
@@ -144,6 +162,43 @@ def _loops_over_batch_and_heads(Q, K, V, mask):
             S = np.where(mask, Q[b, h] @ K[b, h].T / np.sqrt(Q.shape[-1]), -np.inf)
             out[b, h] = attnlab.softmax(S) @ V[b, h]
     return out
+
+
+def _unpacks_four_axes(Q, K, V, mask):
+    b, h, n, d = Q.shape
+    S = np.where(mask, Q @ np.swapaxes(K, -1, -2) / np.sqrt(d), -np.inf)
+    return attnlab.softmax(S) @ V
+
+
+def _unpacks_two_axes(Q, K, V, mask):
+    n, d = Q.shape
+    S = np.where(mask, Q @ np.swapaxes(K, -1, -2) / np.sqrt(d), -np.inf)
+    return attnlab.softmax(S) @ V
+
+
+def _einsum_with(subscripts):
+    def answer(Q, K, V, mask):
+        S = np.where(mask, np.einsum(subscripts, Q, K) / np.sqrt(Q.shape[-1]), -np.inf)
+        return attnlab.softmax(S) @ V
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (_unpacks_four_axes, "counts on more axes"),
+        (_einsum_with("bhqd,bhkd->bhqk"), "counts on more axes"),
+        (_unpacks_two_axes, "counts on fewer axes"),
+        (_einsum_with("qd,kd->qk"), "counts on fewer axes"),
+    ],
+)
+def test_masked_attention_names_a_fixed_number_of_axes(answer, phrase):
+    from attnlab import check
+
+    result = check("masked_attention", answer)
+    assert not result.passed and phrase in result.message
+    assert "none, one or two leading" in result.message or "without them too" in result.message
 
 
 @pytest.mark.parametrize(
@@ -342,6 +397,8 @@ def test_the_residual_stack_never_brings_two_points_closer(capsys):
     seed_survey()
     printed = capsys.readouterr().out
     assert "seeds above 1% of their spread: [3, 6, 14]" in printed
+    # The lesson's note: a bound near 1 at layer 0 does not single out the slow seeds.
+    assert "above 0.99 for seeds [2, 3, 6, 8, 9, 13, 14, 18]" in printed
     assert "no distance between two points shrank: True" in printed
 
 
@@ -357,3 +414,34 @@ def test_hull_picture_marks_the_mean_away_from_every_label():
     # Section 1's v4 sits well away from the mean, where the flat outputs gather.
     assert np.linalg.norm(V[4] - V.mean(axis=0)) > 0.5
     plt.close(ax.figure)
+
+
+def test_nearest_row_distance_and_the_rows_that_hold_the_weight():
+    from attnlab.lessons.values import nearest_row_distance, rows_holding
+
+    V = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 4.0]])
+    Z = np.array([[0.0, 0.1], [3.0, 4.0], [1.5, 0.0]])
+    np.testing.assert_allclose(nearest_row_distance(Z, V), [0.1, 3.0, 1.5])
+    A = np.array([[0.96, 0.02, 0.02], [0.5, 0.0, 0.5], [0.4, 0.3, 0.3], [0.02, 0.48, 0.5]])
+    assert rows_holding(A, 0.95, ["v0", "v1", "v2"]) == ["v0", "v0+v2", "3 or more rows", "v1+v2"]
+
+
+def test_sharp_outputs_of_section_1_sit_near_value_rows_including_the_inner_one():
+    # Section 1's claim: at τ = 0.2 the outputs lie close to a value row or between two,
+    # the inner row v4 among them, and the commonest pair v0+v4 is no edge of the hull.
+    from collections import Counter
+
+    from attnlab.lessons.values import nearest_row_distance, rows_holding
+
+    rng = np.random.default_rng(5)
+    V2 = np.array([[0.0, 0.0], [3.0, -0.5], [2.5, 2.5], [0.5, 3.0], [0.8, 2.0]])
+    K2 = rng.normal(size=(5, 4))
+    Qs = np.random.default_rng(6).normal(size=(200, 4))
+    Z, A = attnlab.attention(Qs, K2, V2, scale=5.0, return_weights=True)
+    assert np.median(nearest_row_distance(Z, V2)) < 0.1
+    held = Counter(rows_holding(A, 0.95, [f"v{j}" for j in range(5)]))
+    pairs = [rows for rows, _ in held.most_common() if "+" in rows]
+    assert pairs[0] == "v0+v4" and held["v4"] > 0
+    # No weight sits within 1e-3 of the share, so the counts do not depend on rounding.
+    top = -np.sort(-A, axis=1)
+    assert np.abs(top[:, 0] - 0.95).min() > 1e-3 and np.abs(top[:, :2].sum(1) - 0.95).min() > 1e-3

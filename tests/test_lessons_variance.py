@@ -333,6 +333,11 @@ def test_each_raw_panel_gets_bins_a_quarter_of_its_std_wide():
         (lambda d_k: 1.005 * np.sqrt(d_k) / 3, "estimate"),
         (lambda d_k: 1 / 3, "ONE product"),
         (lambda d_k: 0.7 * np.sqrt(d_k), "Two steps"),
+        (lambda d_k: np.sqrt(d_k) * 2 / 3, "leaves out the density"),
+        (lambda d_k: d_k**1 / 2 / 3, "powers bind tighter"),
+        (lambda d_k: np.sqrt(64) / 3, "a d_k of 64 from outside it"),
+        (lambda d_k: np.sqrt(512) / 3, "a d_k of 512 from outside it"),
+        (lambda d_k: lesson.uniform_divisor(d_k), "the course's own"),
     ],
 )
 def test_uniform_divisor_names_each_slip_without_the_answer(answer, phrase):
@@ -349,6 +354,32 @@ def test_uniform_divisor_gives_unit_variance():
     q, k = rng.uniform(-1, 1, size=(2, 20_000, 64))
     c = solutions.uniform_divisor(64)
     assert ((q * k).sum(axis=1) / c).var() == pytest.approx(1.0, rel=0.05)
+    # The lesson measures its own version after the check: the same divisor.
+    for d_k in (1, 3, 64, 768):
+        assert lesson.uniform_divisor(d_k) == pytest.approx(solutions.uniform_divisor(d_k))
+
+
+def test_normal_tail_is_the_share_beyond_t_standard_deviations():
+    assert lesson.normal_tail(0) == 1.0
+    assert lesson.normal_tail(1.96) == pytest.approx(0.05, abs=1e-3)
+    assert lesson.normal_tail(4) == pytest.approx(6.334e-5, rel=1e-3)
+    # A single product XY reaches far beyond: P(|XY| > 4) is about 0.65 %, a hundred times more.
+    xy = lesson.dot_product_samples(1, 400_000, np.random.default_rng(20))
+    assert np.mean(np.abs(xy) > 4) == pytest.approx(0.0065, rel=0.1)
+
+
+def test_log_histograms_share_one_y_range_that_shows_a_single_sample():
+    import matplotlib.pyplot as plt
+
+    samples = lesson.samples_by_dk([1, 16], 2000, np.random.default_rng(21))
+    fig = lesson.plot_histograms(samples, [1, 16], scaled=True, logy=True)
+    assert all(a.get_yscale() == "log" for a in fig.axes)
+    bottom, top = fig.axes[0].get_ylim()
+    assert fig.axes[1].get_ylim() == (bottom, top)
+    assert bottom == pytest.approx(0.5 / (2000 * 0.25))  # half the density of one sample
+    assert top > 0.5  # above the sharp peak of a single product
+    assert lesson.plot_histograms(samples, [1, 16], scaled=True).axes[0].get_yscale() == "linear"
+    plt.close("all")
 
 
 def test_dividing_by_the_whole_shape_is_named():

@@ -42,6 +42,23 @@ def test_without_the_divisor_rows_sharpen_as_d_k_grows():
     assert max(largest[("√d_k", 4)], largest[("√d_k", 1024)]) < 0.6
 
 
+def test_by_default_the_readout_sharpens_with_d_k_without_the_divisor():
+    # The lesson's prose: divided by 1, rows are sharper the larger d_k. With the default
+    # 16 sequences the readout's numbers follow that over the lesson's sizes and 1024
+    # (neighbouring positions of the slider, a factor 2 apart, can still swap).
+    w = initial_attention()
+    assert w.n_sequences == 16
+    w.controls["divisor"].value = "1"
+    largest, saturated = [], []
+    for d_k in (16, 64, 256, 1024):
+        w.controls["d_k"].value = d_k
+        weights = w.shown["weights"].max(axis=-1)
+        largest.append(weights.mean())
+        saturated.append((weights > 0.99).sum())
+        assert f"of {w.n_sequences}" in w.readout.value
+    assert largest == sorted(largest) and saturated == sorted(saturated)
+
+
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [

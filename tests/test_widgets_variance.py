@@ -58,13 +58,10 @@ def test_learner_data():
 def test_every_histogram_fits_under_the_top():
     # ±1 entries at d_k = 1 or 2 put the samples in a few tall bins.
     w = variance_explorer([1, 2, 64], n_samples=2000, dist="rademacher")
-    raw_top = w.tops["rademacher"]
-    for (dist, _), frame in w.frames.items():
-        if dist == "rademacher":
-            assert frame["raw"].max() < raw_top
-    assert w.view.axes[0, 0].get_ylim()[1] == raw_top
-    w.controls["dist"].value = "normal"  # its own, lower axes
-    assert w.view.axes[0, 0].get_ylim()[1] == w.tops["normal"] < raw_top
+    assert all(frame["raw"].max() < w.top for frame in w.frames.values())
+    assert w.view.axes[0, 0].get_ylim()[1] == w.top
+    normal = variance_explorer([1, 2, 64], n_samples=2000)  # its own, lower axes
+    assert normal.view.axes[0, 0].get_ylim()[1] == normal.top < w.top
 
 
 def test_unsorted_d_ks_are_sorted():
@@ -96,17 +93,17 @@ def test_bad_arguments_raise_clear_errors(kwargs, error, phrase):
         variance_explorer(**kwargs)
 
 
-def test_the_dropdown_switches_the_entries_distribution():
+def test_dist_chooses_the_entries_and_the_slider_is_the_only_control():
     w = variance_explorer([1, 64], n_samples=2000, seed=3)
-    assert w.controls["dist"].value == "normal" and "entries normal N(0, 1)" in w.readout.value
+    assert list(w.controls) == ["d_k"]
+    assert "entries normal N(0, 1)" in w.readout.value
     assert w.readout.value.count("normal") == 1  # the label once, not "normal entries: normal"
+    w = variance_explorer([1, 64], n_samples=2000, seed=3, dist="rademacher")
+    assert "entries ±1 (Rademacher)" in w.readout.value
     w.controls["d_k"].value = 1
-    before = w.view.image.value
-    w.controls["dist"].value = "rademacher"
-    assert w.view.image.value != before
-    assert w.shown["dist"] == "rademacher" and "entries ±1 (Rademacher)" in w.readout.value
     # ±1 entries at d_k = 1: every sample is -1 or +1, in two tall bins.
     assert (w.shown["raw"] > 0).sum() == 2
+    assert set(np.unique(w.samples[1])) == {-1.0, 1.0}
     w.controls["d_k"].value = 64
     assert abs(w.shown["raw_std"] - 8.0) < 0.5
 
@@ -134,8 +131,12 @@ def test_the_right_panel_shows_the_largest_weights_of_many_rows(widget):
     assert all(a < b for a, b in zip(raw, raw[1:], strict=False))  # the trend, d_k by d_k
     assert raw[-1] > 0.9 and max(s for _, s in medians) < 0.1 and max(above) == 0
     # The lesson asks from which d_k on the median raw row gives one key more than half its
-    # weight: 32 (the median scaled row never does).
+    # weight: 32 (the median scaled row never does). Its next cell prints the medians of
+    # every d_k from ``frames``: the same numbers the slider shows.
     assert min(d for d, (m, _) in zip(slider.options, medians, strict=True) if m > 0.5) == 32
+    for d, (raw_median, scaled_median) in zip(slider.options, medians, strict=True):
+        assert widget.frames[d]["median_top_raw"] == raw_median
+        assert widget.frames[d]["median_top_scaled"] == scaled_median
     assert "200 fixed queries" in widget.readout.value and "256 fixed keys" in widget.readout.value
     slider.value = 1
 
@@ -147,4 +148,4 @@ def test_the_readout_does_not_change_the_histograms():
     w = variance_explorer([4, 64], n_samples=500, seed=7)
     expected = samples_by_dk([4, 64], 500, np.random.default_rng(7), "normal")
     for d in (4, 64):
-        np.testing.assert_array_equal(w.samples["normal"][d], expected[d])
+        np.testing.assert_array_equal(w.samples[d], expected[d])

@@ -181,8 +181,13 @@ class ArrayCheck:
             raise
         except Fail as fail:
             raise self._with_error_hint(fail, case) from None
+        self._refuse_returned(value, name)
         got = as_answer_array(value, name, want.ndim)
         return got if self.prepare is None else self.prepare(got, notes)
+
+    def _refuse_returned(self, value: Any, name: str) -> None:
+        """Raise Fail for a returned value this exercise has its own words for, before the
+        general messages of :func:`as_answer_array` see it (none here)."""
 
     def _with_error_hint(self, fail: Fail, case: Case) -> Fail:
         for fits, hint in self.error_hints:
@@ -340,10 +345,12 @@ def as_answer_array(value: Any, name: str, expected_ndim: int) -> np.ndarray:
             f"Your `{name}` returned None. Did you forget `return`? A function without a "
             f"`return` statement (or with only `pass` or `...`) gives back None."
         )
+    # What to return instead, in the words of this exercise's result.
+    wanted = "the number" if expected_ndim == 0 else "the array"
     if isinstance(value, (str, bytes)):
         raise Fail(
-            f"Your `{name}` returned a string ({_short(value)}); return the number or array "
-            f"itself, not text describing it."
+            f"Your `{name}` returned a string ({_short(value)}); return {wanted} itself, not "
+            f"text describing it."
         )
     # Rows of a result are arrays too, but with one dimension fewer than the result and
     # all of one shape; `return out, weights` gives arrays of the result's size or more.
@@ -381,8 +388,12 @@ def as_answer_array(value: Any, name: str, expected_ndim: int) -> np.ndarray:
     if arr.dtype.kind in _NOT_NUMBERS:
         raise Fail(
             f"Your `{name}` returned a {type(value).__name__} holding "
-            f"{_NOT_NUMBERS[arr.dtype.kind]} ({_short(value)}), not numbers; return a NumPy "
-            f"array (or a list of lists) of numbers."
+            f"{_NOT_NUMBERS[arr.dtype.kind]} ({_short(value)}), not numbers; "
+            + (
+                "return one number on its own."
+                if expected_ndim == 0
+                else "return a NumPy array (or a list of lists) of numbers."
+            )
         )
     return arr
 

@@ -4,6 +4,8 @@ exercises work) and ``output_shape`` (the shape the formula produces).
 Lesson: ``notebooks/00_start_here.ipynb``.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import solutions
@@ -73,8 +75,8 @@ def rounded(got, want, inputs) -> str | None:
 
 
 def another_number(got, want, inputs) -> str | None:
-    """Any other wrong finite number. The general message repeats the number with 4 digits
-    where the example below shows 3, so this one leaves the number to the example."""
+    """Any other wrong finite number. The example below the message shows the number, so
+    the message itself does not repeat it."""
     if got.shape != () or not np.isfinite(got.astype(np.float64)):
         return None
     return (
@@ -205,17 +207,45 @@ def whole_numbers(got: np.ndarray, notes: list[str]) -> np.ndarray:
     return got
 
 
+@dataclass(frozen=True)
+class ShapeCheck(ArrayCheck):
+    """An ArrayCheck whose answer is a shape. Text, a dict or a set is asked for the pair
+    itself: the general messages, which ask for a number or an array of numbers, do not
+    fit a shape."""
+
+    def _refuse_returned(self, value, name: str) -> None:
+        if isinstance(value, (str, bytes, dict, set, frozenset)):
+            what = "text" if isinstance(value, (str, bytes)) else f"a {type(value).__name__}"
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            unordered = (
+                " A set has no order, and in a shape the order matters."
+                if isinstance(value, (set, frozenset))
+                else ""
+            )
+            raise Fail(
+                f"Your `{name}` returned {what}, {shown}, where the checker needs the pair "
+                "itself: two whole numbers, `(rows, columns)`, like the `.shape` of an "
+                f"array.{unordered} How do you return two numbers as a pair?"
+            )
+
+
 register(
     "notebooks/00_start_here.ipynb",
     solutions.output_shape,
     "output_shape(n_q, n_k, d_k, d_v) -> (rows, columns) of the attention output",
-    ArrayCheck(
+    ShapeCheck(
         shape_cases,
         reference=solutions.output_shape,
         shape_rule="two numbers, (rows, columns), like the `.shape` of a matrix",
         mistakes=SHAPE_MISTAKES,
         hints=(rows_or_columns,),
         prepare=whole_numbers,
+        # For an answer that builds arrays to measure them, e.g. `Q @ K` without the Kᵀ.
+        shape_hint=(
+            "`@` needs the left matrix's columns to match the right one's rows: (a, b) @ "
+            "(b, c) gives (a, c). Write each matrix's shape next to it: which one does the "
+            "formula transpose, and what shape does that give?"
+        ),
         # A shape shown as an array, "(2,): [2 4]", reads worse than the hint's (2, 4).
         show_expected=False,
         show_returned=False,

@@ -40,6 +40,8 @@ def _along_q_hint(got, want, inputs):
     if size == 0:
         return None
     cos = float(got @ q) / (size * float(np.linalg.norm(q)))
+    # Rounded, and + 0.0 turns -0.0 into 0.0: a key at a right angle reads "0", not "-8.9e-16".
+    score = round(float(got @ q), 6) + 0.0
     if cos > 1 - 1e-6:
         return (
             f"Your key points exactly the way q does, but its length is {size:.4g}, not "
@@ -47,8 +49,8 @@ def _along_q_hint(got, want, inputs):
         )
     angle = float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
     return (
-        f"Your key is {angle:.0f}° away from q, so cos θ = {cos:.3f} and its score is "
-        f"{float(got @ q):.4g}. For a fixed length, which angle gives the largest cos θ, "
+        f"Your key is {angle:.0f}° away from q, so cos θ = {round(cos, 3) + 0.0:.3f} and its "
+        f"score is {score:.4g}. For a fixed length, which angle gives the largest cos θ, "
         "and so which direction must the key have?"
     )
 
@@ -157,6 +159,19 @@ def _order_hint(got, want, inputs):
     )
 
 
+def _sign_hint(got, want, inputs):
+    # Every score negated: the sizes are right, the signs all turned.
+    if got.shape != want.shape or not np.isfinite(got).all() or not want.any():
+        return None
+    if not np.allclose(got, -want, rtol=1e-4, atol=1e-6):
+        return None
+    return (
+        "Each of your scores has the right size but the opposite sign. A score is the plain "
+        "dot product q · k_j, positive when the key points roughly the way the query does: "
+        "where does a minus sign come in?"
+    )
+
+
 def _which_scores_hint(got, want, inputs):
     # Split the answer where the cache ends: the cached keys' scores, then its own.
     if got.shape != want.shape or got.size < 2:
@@ -250,7 +265,21 @@ NEW_TOKEN_MISTAKES = (
             solutions.new_token_scores(x_new, K_cache, W_Q, W_K) / np.sqrt(W_Q.shape[1])
         ),
     ),
+    Mistake(
+        "You divided each score by the lengths of q and of the key: that is the cosine "
+        "similarity, which attention does not use. In attention a key twice as long scores "
+        "twice as much, q·(2k) = 2 q·k, as in the lesson. Which step of yours takes the "
+        "lengths out?",
+        lambda x_new, K_cache, W_Q, W_K: _cosines(x_new, K_cache, W_Q, W_K),
+    ),
 )
+
+
+def _cosines(x_new, K_cache, W_Q, W_K):
+    """Each score divided by ‖q‖ ‖k_j‖: the cosine similarity, which attention does not use."""
+    q = x_new @ W_Q
+    K = np.vstack([K_cache, x_new @ W_K])
+    return (K @ q) / (np.linalg.norm(q) * np.linalg.norm(K, axis=1))
 
 
 def _query_before_keys(message: str, inputs: dict) -> bool:
@@ -269,7 +298,7 @@ register(
         shape_rule="one score for each of the n cached keys and one for the new token's own "
         "key, (n + 1,)",
         mistakes=NEW_TOKEN_MISTAKES,
-        hints=(_order_hint, _which_scores_hint),
+        hints=(_order_hint, _sign_hint, _which_scores_hint),
         error_hints=(
             (
                 _query_before_keys,

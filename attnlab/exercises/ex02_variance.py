@@ -361,6 +361,26 @@ UNIFORM_MISTAKES = (
         lambda d_k: np.sqrt(2 * d_k / 3),
     ),
     Mistake(
+        "That is √d_k · 2/3, which an entry variance of 2/3 gives. ∫₋₁¹ x² dx = 2/3 leaves "
+        "out the density: a uniform variable on [−1, 1] has density ½ there, so "
+        "E[X²] = ½ · 2/3 (Section 6's w²/12 gives the same). What does that make σ_q σ_k?",
+        lambda d_k: np.sqrt(d_k) * 2 / 3,
+    ),
+    Mistake(
+        "You wrote `d_k ** 1/2 / 3`, which Python reads as `d_k / 2 / 3`: powers bind "
+        "tighter than division. Write `d_k ** 0.5` or `np.sqrt(d_k)`.",
+        lambda d_k: d_k / 6,
+    ),
+    *(
+        Mistake(
+            f"Your function returns {np.sqrt(d) / 3:.4g} whatever d_k it is given: it "
+            f"seems to use a d_k of {d} from outside it (a variable left over from an "
+            "earlier cell, or a number typed in). Use the argument `d_k` it receives.",
+            lambda d_k, d=d: np.sqrt(d) / 3,
+        )
+        for d in (64, 512)
+    ),
+    Mistake(
         "Your number is rounded down to a whole number: `//` is floor division. "
         "A divisor need not be a whole number; which division keeps the fraction?",
         lambda d_k: np.sqrt(d_k) // 3,

@@ -1,16 +1,14 @@
-"""Exercises ``entropy`` (how spread out each row of softmax weights is, in nats),
-``temperature_for_entropy`` (choosing the divisor τ) and ``largest_jacobian_entry`` (how
-much gradient a softmax row can pass back, computed without building its Jacobian).
+"""Exercises ``temperature_for_entropy`` (the divisor τ that gives a softmax row a chosen
+entropy) and ``largest_jacobian_entry`` (how much gradient a softmax row can pass back,
+computed without building its Jacobian).
 
-H(p) = -Σ_j p_j log p_j for each row, with 0 · log 0 = 0. The lesson uses it to
-measure how far softmax collapses onto one key when the scores are large.
+The entropy H(p) = -Σ_j p_j log p_j (nats, with 0 · log 0 = 0) measures how spread out a
+row of weights is; the lesson gives it as ``attnlab.entropy`` and uses it to measure how
+far softmax collapses onto one key when the scores are large.
 
 Lesson: ``notebooks/03_scaling.ipynb``.
 """
 
-import ast
-import inspect
-import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,232 +18,178 @@ from ..lessons.scaling import largest_jacobian_entry, temperature_for_entropy
 from ..memory import measured_peak
 from ..softmax import entropy, softmax
 from . import solutions
-from .arrays import ArrayCheck, Case, Mistake, _example, matches, softmax_rows
+from .arrays import ArrayCheck, Case, Mistake, softmax_rows
 from .calling import call_answer, silenced
 from .messages import CheckResult, Fail
 from .registry import register
 
-
-def _plogp(p: np.ndarray, log=np.log) -> np.ndarray:
-    """p · log p entry by entry, with 0 · log 0 = 0 (the limit of x log x as x → 0)."""
-    p = np.asarray(p, dtype=np.float64)
-    return p * log(np.where(p > 0, p, 1.0))
+# ---------------------------------------------------- temperature_for_entropy
 
 
-def reference_entropy(p) -> np.ndarray:
-    """Entropy in nats of each row of p (float64): ``attnlab.entropy``, the graded reference."""
-    return entropy(np.asarray(p, dtype=np.float64))
-
-
-def cases() -> list[Case]:
-    # The square case comes first and has no zeros: there every slip of base, sign, axis
-    # or sum gives its own numbers and can be named before 0 · log 0 comes into play.
-    # Its columns don't sum to 1, so summing down the columns gives other numbers too.
-    rng = np.random.default_rng(303)
+def temperature_cases() -> list[Case]:
+    rng = np.random.default_rng(313)
+    rows = [np.round(rng.normal(scale=3.0, size=n), 1) for n in (5, 8, 16)]
+    targets = [1.0, 0.5, 2.0]
     return [
         Case(
-            "square p (3×3) without zeros",
-            {"p": np.array([[0.2, 0.3, 0.5], [0.7, 0.2, 0.1], [0.25, 0.25, 0.5]])},
-        ),
-        Case(
-            "p (3×4) with zeros: a one-hot row, a row with two zeros, a uniform row",
-            {"p": np.array([[0.0, 1.0, 0.0, 0.0], [0.5, 0.0, 0.5, 0.0], [0.25] * 4])},
-        ),
-        Case(
-            "p (2×5): more keys than rows",
-            {"p": np.array([[0.1, 0.2, 0.3, 0.15, 0.25], [0.6, 0.1, 0.1, 0.1, 0.1]])},
-        ),
-        Case(
-            "a single row of softmax weights, p (1×6)",
-            {"p": softmax_rows(np.round(rng.normal(scale=2.0, size=(1, 6)), 1))},
-        ),
+            f"{len(s)} scores, target entropy {t:g} nats (uniform would be {np.log(len(s)):.2f})",
+            {"scores": s, "target": t},
+        )
+        for s, t in zip(rows, targets, strict=True)
     ]
 
 
-_FORMULA = "H = `-(p * np.log(p)).sum(axis=-1)`, with entries where p = 0 counted as 0"
+def _reference_temperature(scores, target):
+    return temperature_for_entropy(scores, target)
 
-_ZERO_FIX = (
-    "Before taking the log, replace each p = 0 by a number whose log is 0 (`np.where` can "
-    "do it): those entries then add exactly 0, which is the right value of 0 · log 0 "
-    "(x log x goes to 0 as x goes to 0)."
-)
 
-_OUT_TIP = (
-    "(With `np.log(p, where=p > 0)`, also pass `out=np.zeros_like(p)`: without `out`, the "
-    "skipped entries hold whatever happened to be in memory.)"
-)
+def _multiplier(scores, target):
+    # The τ of someone who multiplies the scores by τ: the reciprocal of the right one.
+    return 1 / temperature_for_entropy(scores, target)
 
-MISTAKES = (
+
+def _in_bits(scores, target):
+    # The τ of a search whose own entropy uses log base 2: it reaches `target` bits,
+    # which is target · log 2 nats (always between 0 and log n when the target is).
+    return temperature_for_entropy(scores, target * np.log(2))
+
+
+TEMPERATURE_MISTAKES = (
     Mistake(
-        "Your entropy is NaN on the rows that contain a zero: 0 · log 0 came out as NaN, "
-        "because `np.log(0)` is -inf and 0 · (-inf) is NaN, which spoils the row's sum. "
-        "A weight of 0 contributes nothing to the entropy. " + _ZERO_FIX,
-        lambda p: -(p * np.log(p)).sum(axis=-1),
+        "Your τ is the reciprocal of the right one: did you multiply the scores by τ? A "
+        "temperature divides them, softmax(scores / τ): a larger τ gives a flatter row.",
+        _multiplier,
     ),
     Mistake(
-        "Your entropy is negative: the minus sign is missing. log p ≤ 0 for probabilities, "
-        f"so -Σ p log p ≥ 0. {_FORMULA}.",
-        lambda p: _plogp(p).sum(axis=-1),
+        "You returned the target entropy itself, not a temperature. The target is what the "
+        "row's entropy should reach; τ is the number you divide the scores by to get there. "
+        "Which τ makes entropy(softmax(scores / τ)) equal to the target?",
+        lambda scores, target: float(target),
     ),
     Mistake(
-        "You used log base 2 (`np.log2`), which gives bits. This course measures entropy "
-        "in nats, with the natural log `np.log`, so that a uniform row of n entries has "
-        "entropy log(n), the reference line in the plots.",
-        lambda p: -_plogp(p, np.log2).sum(axis=-1),
-    ),
-    Mistake(
-        "You used log base 10 (`np.log10`). This course measures entropy in nats, with "
-        "the natural log `np.log`.",
-        lambda p: -_plogp(p, np.log10).sum(axis=-1),
-    ),
-    Mistake(
-        "You summed over the wrong axis (axis 0, down the columns). Each row of p is one "
-        "distribution, so sum along the last axis: `.sum(axis=-1)`.",
-        lambda p: -_plogp(p).sum(axis=0),
-    ),
-    Mistake(
-        "You summed over the whole array and got a single number; the result should have "
-        "one entropy per row: `.sum(axis=-1)`. (If you dropped the zeros with `p[p > 0]`: "
-        "that flattens a 2-D array into one long 1-D array, so the rows are lost. Use "
-        "`np.where` instead.)",
-        lambda p: -_plogp(p).sum(),
-    ),
-    Mistake(
-        "You kept the summed axis (`keepdims=True`), so you return shape (n_rows, 1). "
-        "Return one number per row, shape (n_rows,): sum with `.sum(axis=-1)` alone.",
-        lambda p: -_plogp(p).sum(axis=-1, keepdims=True),
-    ),
-    Mistake(
-        "You took the mean over each row instead of the sum: entropy adds up -p_j log p_j "
-        f"over all entries j. {_FORMULA}.",
-        lambda p: -_plogp(p).mean(axis=-1),
-    ),
-    Mistake(
-        "You summed -log p without weighting each term by p. Entropy is the average of "
-        f"-log p_j under the distribution p itself, so each term is -p_j log p_j. {_FORMULA}.",
-        lambda p: -np.log(p).sum(axis=-1),
+        "With your τ the row's entropy is the target in bits, not in nats: does your search "
+        "measure entropy with `np.log2`? The target is in nats, like the course's "
+        "`entropy`, which uses the natural log `np.log` (1 bit = log 2 ≈ 0.693 nats).",
+        _in_bits,
     ),
 )
 
 
-def _zero_rows_hint(got, want, inputs):
-    """Right on the rows without zeros, wrong on the rows with zeros: 0 · log 0 again."""
-    p = np.asarray(inputs["p"], dtype=np.float64)
-    if got.shape != want.shape or got.ndim != 1 or p.ndim != 2:
-        return None
-    has_zero = (p == 0).any(axis=-1)
-    if not has_zero.any():
-        return None
-    got = got.astype(np.float64)
-    ok = np.isclose(got, want, rtol=1e-4, atol=1e-6)
-    if ok[~has_zero].all() and not ok[has_zero].all():
-        return (
-            "Your entropy is right on the rows without zeros and wrong on the rows that "
-            "contain p = 0, so the 0 · log 0 entries are the trouble. " + _ZERO_FIX + " " + _OUT_TIP
-        )
-    return None
+def _digits(got: float, want: float) -> str:
+    """A format that tells two numbers apart: 6 significant digits when they agree to 3
+    decimals (they would print alike), 4 otherwise."""
+    return ".6g" if f"{got:.3f}" == f"{want:.3f}" else ".4g"
 
 
-def _range_hint(got, want, inputs):
-    """Entropy of a row of n probabilities lies between 0 (one-hot) and log n (uniform)."""
-    p = np.asarray(inputs["p"], dtype=np.float64)
-    if got.shape != want.shape or got.ndim != 1:
-        return None
-    got = got.astype(np.float64)
-    if not np.isfinite(got).all():
-        return None
-    if (got < -1e-9).any():
-        if matches(-got, want):
-            return (
-                "Your entropies have the wrong sign: -Σ p log p is never negative "
-                f"(every log p ≤ 0). Check the minus sign. {_FORMULA}."
-            )
-        return (
-            "Some of your entropies are negative, but -Σ p log p never is: for a "
-            "probability p ≤ 1, log p ≤ 0. Is the number inside your log ever above 1? "
-            f"Did you add something to p inside the log? {_FORMULA}."
-        )
-    if (got > np.log(p.shape[-1]) + 1e-6).any():
-        return (
-            f"Some of your entropies are larger than log(n) = {np.log(p.shape[-1]):.3f}, "
-            "the entropy of a uniform row of n entries, which no row can exceed. "
-            f"{_FORMULA}."
-        )
-    return None
+def _end_of_interval(tau: float, spread: float) -> str | None:
+    """Which end of a search interval τ looks like: "low", "high" or None.
 
-
-def _fill_freed_memory_with_nan(n_numbers: int) -> None:
-    """Leave freed blocks the size of n float64 and of n float32 numbers holding NaN.
-
-    A NumPy function called with ``where=`` but no ``out=`` skips the entries where the
-    condition is False and leaves in them whatever was in the memory it got, often zeros
-    that hide the mistake. NumPy keeps recently freed small blocks and hands them out again,
-    so after this the next arrays of that size start as NaN, and the mistake shows up.
-    Correct code never reads such entries, so this cannot fail a correct answer.
+    An end is a round power of ten away from 1, such as 0.1, 10, 0.001 or 1000, or (as in
+    the solution, which sizes its interval by the row) away from the row's spread
+    max − min. An end below 1 (below the spread) is most likely the low one.
     """
-    for dtype in (np.float64, np.float32):
-        blocks = [np.full(n_numbers, np.nan, dtype=dtype) for _ in range(8)]
-        del blocks
+    for unit in (1.0, spread):
+        if unit > 0:
+            power = np.log10(tau / unit)
+            if abs(power) >= 1 and abs(power - round(power)) < 1e-6:
+                return "low" if power < 0 else "high"
+    return None
 
 
-def _ufunc_where_without_out(answer: Any) -> bool:
-    """Whether the answer's source calls a NumPy ufunc (np.log, np.multiply...) with
-    ``where=`` and no ``out=``; False when its source can't be read."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(answer)))
-    except (OSError, TypeError, SyntaxError, ValueError):
-        return False
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        keywords = {k.arg for k in node.keywords}
-        if "where" in keywords and "out" not in keywords:
-            if isinstance(getattr(np, called, None), np.ufunc):
-                return True
-    return False
+# Within 5 % of the right τ (but not within the pass tolerance) an answer most likely comes
+# from a search that stopped too soon; a rule such as τ = √n is further off on the first
+# test input (9 %).
+_CLOSE = 0.05
 
 
-_WHERE_WITHOUT_OUT = (
-    "Your entropy is wrong on the rows that contain p = 0. You call a NumPy function with "
-    "`where=` but without `out=`: where the condition is False it skips the entry and "
-    "leaves in it whatever happened to be in memory. Here that was NaN; another time it may "
-    "be 0 and hide the problem, so the result changes from run to run. Which value should a "
-    "skipped entry of log p hold, and how can you hand the function an array that already "
-    "holds it?"
-)
+def _not_a_temperature(got: float) -> str:
+    """What to say about a τ that is NaN, infinite, zero or negative."""
+    if np.isnan(got):
+        return (
+            "Your τ came out as nan (not a number). NaN comes from 0/0 or ∞ − ∞ somewhere: "
+            "a step divided by a slope that came out 0, say, or a division by τ = 0. "
+            "Return one positive number, the temperature τ."
+        )
+    if np.isinf(got):
+        return (
+            f"Your τ came out as {got:g}: your search ran off without limit. Return one "
+            "positive number, the temperature τ. A search that keeps τ between two finite "
+            "numbers cannot run off."
+        )
+    return (
+        f"Your τ came out as {got:.4g}, but a temperature is positive: τ = 0 divides by 0, "
+        "and a negative τ turns the order of the scores round, so the lowest score gets the "
+        "most weight. Return one positive number. (A Newton step can overshoot below 0; a "
+        "search that keeps τ inside an interval of positive numbers cannot.)"
+    )
 
 
-@dataclass(frozen=True)
-class EntropyCheck(ArrayCheck):
-    """An ArrayCheck that runs the answer where freed memory holds NaN, so that entries a
-    ufunc skips (``where=`` without ``out=``) come out NaN every time, not by chance."""
-
-    def _answer_on(
-        self, answer, case: Case, want: np.ndarray, name: str, timeout, notes: list[str]
-    ) -> np.ndarray:
-        _fill_freed_memory_with_nan(np.size(case.inputs["p"]))
-        got = super()._answer_on(answer, case, want, name, timeout, notes)
-        if not matches(got, want) and _ufunc_where_without_out(answer):
-            raise Fail(f"{_WHERE_WITHOUT_OUT}\n\n{_example(got, want, case, name, None)}")
-        return got
+def _temperature_hint(got, want, inputs):
+    if np.size(got) != 1:
+        return "Return one positive number, the temperature τ."
+    got = float(np.asarray(got, dtype=np.float64).ravel()[0])
+    if not np.isfinite(got) or got <= 0:
+        return _not_a_temperature(got)
+    want = float(want)
+    f = _digits(got, want)
+    target = inputs["target"]
+    reached = float(entropy(softmax(np.asarray(inputs["scores"], float) / got)))
+    if abs(got / want - 1) < _CLOSE:
+        return (
+            f"Close: your τ = {got:{f}} gives entropy {reached:.4f} nats, near the target "
+            f"{target:g}, and the right τ is {want:{f}}. τ should be right to within 1 part "
+            "in 10,000, and yours is further off. How fine is your search when you stop: how "
+            "wide is your last interval, or the step of your grid? Keep narrowing until it "
+            "is narrower than τ / 10,000."
+        )
+    too_sharp = reached < target
+    scores = np.asarray(inputs["scores"], dtype=np.float64)
+    end = _end_of_interval(got, float(scores.max() - scores.min()))
+    if end is not None:
+        state = (
+            f"Your τ = {got:g} looks like one end of your search interval (the right τ is "
+            f"{want:{f}}), and with it the row is {'too sharp' if too_sharp else 'too flat'}: "
+            f"entropy {max(reached, 0.0) + 0.0:.3f} nats against the target "  # no "-0.000"
+            f"{target:g}. "
+        )
+        # A search that moves the right way ends at the low end only if even that end is
+        # too flat (the right τ is smaller still), and at the high end only if it is too sharp.
+        if (end == "low") != too_sharp:
+            return state + (
+                f"So the right τ lies outside your interval, "
+                f"{'below' if end == 'low' else 'above'} it: widen the interval, e.g. to "
+                "0.001 … 1000."
+            )
+        return state + (
+            "Did your search move the wrong way at every step? When the entropy is below the "
+            "target, the row is too sharp: which end of the interval should move, and where to?"
+        )
+    direction = "too sharp, so τ must be larger" if too_sharp else "too flat, so τ must be smaller"
+    # No method named: the notebook's hint asks the same question, and the solution shows it.
+    return (
+        f"With your τ = {got:{f}} the row's entropy is {reached:.3f} nats, not the target "
+        f"{target:g} (the right τ is {want:{f}}): the row is {direction}. No formula gives "
+        'τ, but the entropy rises steadily with τ, so each τ you try tells you "too sharp" '
+        'or "too flat". How can you use that answer to rule out a whole range of τ at '
+        "once? (If your code searches already: is the number you compare with the target "
+        "the entropy, in nats, of softmax(scores / τ)?)"
+    )
 
 
 register(
     "notebooks/03_scaling.ipynb",
-    solutions.entropy,
-    "entropy(p) -> one entropy in nats per row of a 2-D p, shape (n_rows,)",
-    EntropyCheck(
-        cases,
-        reference=reference_entropy,
-        shape_rule="one entropy per row of p, shape (n_rows,)",
-        mistakes=MISTAKES,
-        hints=(_zero_rows_hint, _range_hint),
-        shape_hint=(
-            "p is (n_rows, n): compute p · log p entry by entry (shape (n_rows, n)), "
-            "then sum along the last axis, `.sum(axis=-1)`, for shape (n_rows,)."
-        ),
+    solutions.temperature_for_entropy,
+    "temperature_for_entropy(scores, target) -> τ with entropy(softmax(scores / τ)) = target",
+    ArrayCheck(
+        temperature_cases,
+        reference=_reference_temperature,
+        shape_rule="one number, the temperature τ",
+        mistakes=TEMPERATURE_MISTAKES,
+        hints=(_temperature_hint,),
+        # The hint prints both temperatures with enough digits to tell them apart; the
+        # example's 3 decimals would show a close answer and the right one alike.
+        show_expected=False,
+        show_returned=False,
     ),
 )
 
@@ -460,119 +404,5 @@ register(
             "p is (..., n): reduce along the last axis, e.g. `p.max(axis=-1)`, for one "
             "number per row, shape p.shape[:-1]."
         ),
-    ),
-)
-
-
-# ---------------------------------------------------- temperature_for_entropy
-
-
-def temperature_cases() -> list[Case]:
-    rng = np.random.default_rng(313)
-    rows = [np.round(rng.normal(scale=3.0, size=n), 1) for n in (5, 8, 16)]
-    targets = [1.0, 0.5, 2.0]
-    return [
-        Case(
-            f"{len(s)} scores, target entropy {t:g} nats (uniform would be {np.log(len(s)):.2f})",
-            {"scores": s, "target": t},
-        )
-        for s, t in zip(rows, targets, strict=True)
-    ]
-
-
-def _reference_temperature(scores, target):
-    return temperature_for_entropy(scores, target)
-
-
-def _multiplier(scores, target):
-    # The τ of someone who multiplies the scores by τ: the reciprocal of the right one.
-    return 1 / temperature_for_entropy(scores, target)
-
-
-TEMPERATURE_MISTAKES = (
-    Mistake(
-        "Your τ is the reciprocal of the right one: did you multiply the scores by τ? A "
-        "temperature divides them, softmax(scores / τ): a larger τ gives a flatter row.",
-        _multiplier,
-    ),
-    Mistake(
-        "You returned the target entropy itself, not a temperature. The target is what the "
-        "row's entropy should reach; τ is the number you divide the scores by to get there. "
-        "Which τ makes entropy(softmax(scores / τ)) equal to the target?",
-        lambda scores, target: float(target),
-    ),
-)
-
-
-def _digits(got: float, want: float) -> str:
-    """A format that tells two numbers apart: 6 significant digits when they agree to 3
-    decimals (they would print alike), 4 otherwise."""
-    return ".6g" if f"{got:.3f}" == f"{want:.3f}" else ".4g"
-
-
-def _at_an_end(tau: float) -> bool:
-    """Whether τ is a round end of a search interval, such as 0.1, 10, 0.001 or 1000."""
-    power = np.log10(tau)
-    return abs(power) >= 1 and abs(power - round(power)) < 1e-6
-
-
-def _entropy_hint(got, want, inputs):
-    got = float(np.asarray(got, dtype=np.float64).ravel()[0]) if np.size(got) == 1 else None
-    if got is None or not np.isfinite(got) or got <= 0:
-        return "Return one positive number, the temperature τ."
-    want = float(want)
-    f = _digits(got, want)
-    reached = float(entropy(softmax(np.asarray(inputs["scores"], float) / got)))
-    if abs(reached - inputs["target"]) < 0.01:
-        return (
-            f"Close: your τ = {got:{f}} gives entropy {reached:.4f} nats, near the target "
-            f"{inputs['target']:g}, and the right τ is {want:{f}}. τ should be right to "
-            "within 1 part in 10,000, and yours is further off. How fine is your search "
-            "when you stop: how wide is the last interval, or the last step of your grid?"
-        )
-    too_sharp = reached < inputs["target"]
-    if _at_an_end(got):
-        state = (
-            f"Your τ = {got:g} looks like one end of your search interval (the right τ is "
-            f"{want:{f}}), and with it the row is {'too sharp' if too_sharp else 'too flat'}: "
-            f"entropy {max(reached, 0.0) + 0.0:.3f} nats against the target "  # no "-0.000"
-            f"{inputs['target']:g}. "
-        )
-        # A τ below 1 is most likely the low end, above 1 the high end. A search that
-        # moves the right way ends at the low end only if even that end is too flat (the
-        # right τ is smaller still), and at the high end only if that end is too sharp.
-        if (got < 1) != too_sharp:
-            return state + (
-                f"So the right τ lies outside your interval, "
-                f"{'below' if got < 1 else 'above'} it: widen the interval, e.g. to "
-                "0.001 … 1000."
-            )
-        return state + (
-            "Did your search move the wrong way at every step? When the entropy is below the "
-            "target, the row is too sharp: which end of the interval should move, and where to?"
-        )
-    direction = "too sharp: raise τ" if too_sharp else "too flat: lower τ"
-    return (
-        f"With your τ = {got:{f}} the row's entropy is {reached:.3f} nats, not the target "
-        f"{inputs['target']:g} (the right τ is {want:{f}}): {direction}. The entropy rises "
-        "steadily with τ, so you can close in on the target by halving an interval of τ, "
-        "e.g. from 0.001 to 1000."
-    )
-
-
-register(
-    "notebooks/03_scaling.ipynb",
-    solutions.temperature_for_entropy,
-    "temperature_for_entropy(scores, target) -> τ with entropy(softmax(scores / τ)) = target",
-    ArrayCheck(
-        temperature_cases,
-        reference=_reference_temperature,
-        shape_rule="one number, the temperature τ",
-        mistakes=TEMPERATURE_MISTAKES,
-        hints=(_entropy_hint,),
-        # The hint prints both temperatures with enough digits to tell them apart; the
-        # example's 3 decimals would show a close answer and the right one alike.
-        show_expected=False,
-        show_returned=False,
     ),
 )

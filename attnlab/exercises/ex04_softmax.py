@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 from ..softmax import softmax, softmax_jacobian
 from . import solutions
 from .arrays import (
+    EXP_LIMIT,
     ArrayCheck,
     Case,
     Mistake,
@@ -146,6 +148,22 @@ def _softmax_sum_hint(got, want, inputs):
     rows = got.sum(axis=-1)
     if np.allclose(rows, 1.0, atol=1e-4):
         return None
+    # A row of zeros where the plain exp overflows or underflows: the NaN of inf / inf or
+    # 0 / 0, cleaned up afterwards (np.nan_to_num), is 0, not a weight.
+    lost = (got == 0).all(axis=-1) & (np.abs(inputs["x"]).max(axis=-1) > EXP_LIMIT)
+    if lost.any():
+        rows_lost = [str(r) for r in np.flatnonzero(lost)]
+        which = (
+            f"Row {rows_lost[0]} of your result is all zeros. Its scores are"
+            if len(rows_lost) == 1
+            else f"Rows {', '.join(rows_lost[:-1])} and {rows_lost[-1]} of your result are all "
+            "zeros. Their scores are"
+        )
+        return (
+            f"{which} far too large or too negative for a plain exp: exp(10000) overflows "
+            "to inf and exp(-10000) underflows to 0, so the division is inf / inf or 0 / 0, "
+            "NaN, and turning that NaN into 0 afterwards doesn't give the weights back. " + _SHIFT
+        )
     if np.allclose(got.sum(axis=0), 1.0, atol=1e-4):
         return (
             "Your softmax's columns sum to 1, but its rows should. Along which axis do the "
@@ -345,11 +363,17 @@ def _jacobian_hint(got, want, inputs):
             "J[j, i]. Which of your terms has its two indices the wrong way round, mixes "
             "up rows of P, or is missing a factor?"
         )
-    if not np.allclose(got.sum(axis=-1), 0.0, atol=1e-6):
-        return (
+    sums = got.sum(axis=-1)
+    if not np.allclose(sums, 0.0, atol=1e-6):
+        head = (
             "The rows of your Jacobians don't sum to 0, but they should: adding the same "
-            "number to every score changes no weight. Which entries are too large?"
+            "number to every score changes no weight."
         )
+        if (sums <= 1e-6).all():
+            return f"{head} Yours sum to less than 0: which entries are too small (the diagonal?)"
+        if (sums >= -1e-6).all():
+            return f"{head} Yours sum to more than 0: which entries are too large?"
+        return f"{head} Which entries are off?"
     return None
 
 
@@ -422,6 +446,12 @@ _EMPTY_ROW = (
     "and 0 / 0 is NaN). Which number could you shift such a row by, and what should you "
     "divide by when its sum is 0?"
 )
+_NAN_SLICE = (
+    "`np.nanmax` warns on a row that is all nan, that is, a row with no key left, whatever "
+    "you do with its result afterwards. Take each row's maximum of "
+    "`np.where(mask, x, -np.inf)` instead. Then which number could you shift a row by when "
+    "its maximum is -inf, and what should you divide by when its sum is 0?"
+)
 # The same, once a rerun with NumPy's errors raised has found the step that gives NaN.
 _EMPTY_ROW_BY_STEP = {
     "subtract": (
@@ -434,7 +464,13 @@ _EMPTY_ROW_BY_STEP = {
         "is 0, and 0 / 0 is NaN. What could you divide by when a row's sum is 0, so that "
         "the row stays all zeros?"
     ),
+    "nan slice": _NAN_SLICE,
 }
+
+
+def _nan_slice(error: str) -> bool:
+    """Whether a warning is NumPy's about a nan-ignoring reduction of an all-nan row."""
+    return "All-NaN slice" in error
 
 
 def _has_empty_row(inputs: dict[str, Any]) -> bool:
@@ -452,6 +488,8 @@ def _blocked_on_top(inputs: dict[str, Any]) -> bool:
 
 def _warning_cause(error: str, inputs: dict[str, Any]) -> str:
     """Where a warning of a right answer comes from, from NumPy's message and the input."""
+    if _nan_slice(error):
+        return _NAN_SLICE
     if "overflow" in error:
         where = (
             " On this input a blocked key has by far the largest score of its row."
@@ -620,6 +658,21 @@ def _masked_lost_row_hint(got, want, inputs):
     )
 
 
+def _masked_nan_on_blocked_hint(got, want, inputs):
+    """NaN on blocked keys only, the kept keys right: the blocked scores were set to nan."""
+    if got.shape != want.shape:
+        return None
+    got = got.astype(np.float64)
+    keep = np.broadcast_to(np.asarray(inputs["mask"], dtype=bool), want.shape)
+    bad = ~np.isfinite(got)
+    if not bad.any() or (bad & keep).any() or not np.allclose(got[keep], want[keep]):
+        return None
+    return (
+        "Your weights are right on the kept keys, but nan on blocked ones: a blocked score "
+        "set to nan stays nan through exp. Which score has exp(score) = 0 exactly?"
+    )
+
+
 def _masked_multiply_hint(got, want, inputs):
     """NaN on rows that keep a key: most often the mask was multiplied in."""
     if got.shape != want.shape or np.isfinite(got.astype(np.float64)).all():
@@ -637,8 +690,9 @@ def _masked_multiply_hint(got, want, inputs):
 @dataclass(frozen=True)
 class NoWarningCheck(ArrayCheck):
     """An ArrayCheck, then the test inputs once more with NumPy's divide, invalid and
-    overflow errors raised: a right answer that passes through 0 / 0 or -inf - (-inf) on
-    the way would print a RuntimeWarning in the learner's notebook."""
+    overflow errors raised, and every RuntimeWarning too: a right answer that passes
+    through 0 / 0 or -inf - (-inf) on the way, or calls ``np.nanmax`` on a row with no key
+    left, would print a RuntimeWarning in the learner's notebook."""
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         result = super().__call__(answer, name=name, timeout=timeout)
@@ -651,7 +705,7 @@ class NoWarningCheck(ArrayCheck):
         for case in self.cases():
             try:
                 _raising(answer, case, timeout, divide="raise", invalid="raise", over="raise")
-            except FloatingPointError as error:
+            except (FloatingPointError, RuntimeWarning) as error:
                 return CheckResult(
                     False,
                     f"Your `{name}` returns the right weights, but on the test input "
@@ -668,12 +722,15 @@ class NoWarningCheck(ArrayCheck):
 
     def _nan_step(self, answer: Any, timeout: float | None) -> str | None:
         """The step that first gives NaN on a row with every key blocked: "subtract" (the
-        shift) or "divide" (by a zero sum); None when a rerun cannot tell."""
+        shift), "divide" (by a zero sum) or "nan slice" (``np.nanmax`` of a row that is all
+        nan); None when a rerun cannot tell."""
         for case in self.cases():
             if not _has_empty_row(case.inputs):
                 continue
             try:
                 _raising(answer, case, timeout, divide="raise", invalid="raise")
+            except RuntimeWarning as error:
+                return "nan slice" if _nan_slice(str(error)) else None
             except FloatingPointError as error:
                 step = str(error).rsplit(" ", 1)[-1]
                 return step if step in _EMPTY_ROW_BY_STEP else None
@@ -683,20 +740,22 @@ class NoWarningCheck(ArrayCheck):
 
 
 _SILENCED = (
-    "Right weights, but your function switches NumPy's warnings off (`np.errstate` or "
-    "`np.seterr`). What they would report is a -inf - (-inf) or a 0 / 0 on a row with no "
-    "key left. For such a row, which shift and which divisor keep every step an ordinary "
-    "number, so that there is nothing to silence?"
+    "Right weights, but your function switches NumPy's warnings off (`np.errstate`, "
+    "`np.seterr` or a `warnings` filter). What they would report is a -inf - (-inf), a 0 / 0 or an "
+    "`np.nanmax` of nothing but nan, on a row with no key left. For such a row, which "
+    "shift and which divisor keep every step an ordinary number, so that there is nothing "
+    "to silence?"
 )
 
 
 def _silences_warnings(answer: Any) -> bool:
-    """Whether the answer's own source calls ``np.errstate`` or ``np.seterr``."""
+    """Whether the answer's own source calls ``np.errstate`` or ``np.seterr``, or sets a
+    filter of Python's ``warnings``."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(answer)))
     except (OSError, TypeError, SyntaxError):
         return False
-    names = {"errstate", "seterr"}
+    names = {"errstate", "seterr", "simplefilter", "filterwarnings"}
     return any(
         (isinstance(n, ast.Attribute) and n.attr in names)
         or (isinstance(n, ast.Name) and n.id in names)
@@ -705,11 +764,14 @@ def _silences_warnings(answer: Any) -> bool:
 
 
 def _raising(answer: Any, case: Case, timeout: float | None, **errors: str) -> Any:
-    """The answer on one test input, with NumPy's floating-point ``errors`` raised."""
+    """The answer on one test input, with NumPy's floating-point ``errors`` raised, and
+    every RuntimeWarning (``np.nanmax`` of an all-nan row warns through Python's warnings,
+    which ``np.errstate`` does not reach) raised as an exception too."""
     args = [np.copy(v) for v in case.inputs.values()]
 
     def run() -> Any:
-        with np.errstate(**errors):  # type: ignore[arg-type]
+        with warnings.catch_warnings(), np.errstate(**errors):  # type: ignore[arg-type]
+            warnings.simplefilter("error", RuntimeWarning)
             return answer(*args)
 
     with silenced():
@@ -764,7 +826,13 @@ register(
         reference=_masked_reference,
         shape_rule="the same shape as x, one weight per score",
         mistakes=MASKED_MISTAKES,
-        hints=(_masked_nan_hint, _masked_sum_hint, _masked_lost_row_hint, _masked_multiply_hint),
+        hints=(
+            _masked_nan_hint,
+            _masked_sum_hint,
+            _masked_lost_row_hint,
+            _masked_nan_on_blocked_hint,
+            _masked_multiply_hint,
+        ),
         error_hints=(
             (
                 lambda error, inputs: "IndexError" in error and np.ndim(inputs["mask"]) == 1,

@@ -117,6 +117,40 @@ _LEADING_AXES = (
     "do: on a 2-D Q, `Q[b, h]` is a single number. It must work with none, one or two "
     "leading axes. Which operations act on the last two axes whatever comes in front?"
 )
+# A fixed number of axes, from unpacking `Q.shape` or from an einsum without `...`: Python
+# and NumPy say only "values to unpack" or "subscripts", not which assumption failed.
+_MORE_AXES_ASSUMED = (
+    "Your code counts on more axes than these inputs have: unpacking `Q.shape` into a fixed "
+    "list of names, or an einsum with one letter per axis, fits only one number of axes. Q, "
+    "K and V may come with none, one or two leading batch and head axes. Which index of "
+    "`Q.shape` gives d_k whatever comes in front? (In an einsum, `...` stands for any "
+    "leading axes.)"
+)
+_FEWER_AXES_ASSUMED = (
+    "Your code counts on fewer axes than these inputs have: unpacking `Q.shape` into a fixed "
+    "list of names, or an einsum with one letter per axis, fits only one number of axes. "
+    "Here Q, K and V have batch or head axes in front, as in Section 7, and the same code "
+    "must work without them too. Which index of `Q.shape` gives d_k whatever comes in "
+    "front? (In an einsum, `...` stands for any leading axes.)"
+)
+_UNPACK = re.compile(r"(not enough|too many) values to unpack \(expected (\d+)")
+
+
+def _shape_unpacked(fewer: bool):
+    """Whether the error is unpacking Q's shape into the wrong number of names: more names
+    than Q has axes (``fewer=False``) or fewer (``fewer=True``)."""
+
+    def fits(message: str, inputs: dict[str, Any]) -> bool:
+        found = _UNPACK.search(message)
+        Q = inputs.get("Q")
+        if found is None or Q is None:
+            return False
+        expected = int(found.group(2))
+        return expected < Q.ndim if fewer else expected > Q.ndim
+
+    return fits
+
+
 # A transposed mask stops on the first test input, whose mask is not square: that error
 # is where it gets named.
 _TRANSPOSED_MASK = (
@@ -872,7 +906,26 @@ def by_hand_slips() -> list[Slip]:
         Slip(_BY_HAND, "Close, but not close enough: give the answer to two decimals, and "
              "keep at least two decimals along the way (or let NumPy compute each stage).",
              0.07),
+        *_outside_the_values(),
     ]  # fmt: skip
+
+
+def _outside_the_values() -> list[Slip]:
+    """Any other answer below the smallest or above the largest of the values' first entries.
+
+    The exercise asks the learner to predict that the answer stays in that range, so an
+    answer outside it is told so. A slip matches an interval of width 2 × tolerance: one
+    interval ends just below the smallest entry, the other starts just above the largest.
+    Listed last, so that every named slip out there is tried first.
+    """
+    low, high = float(BY_HAND_V[:, 0].min()), float(BY_HAND_V[:, 0].max())
+    message = (
+        f"That lies outside [{low:g}, {high:g}], the range of the values' first entries. "
+        "Softmax weights are positive and sum to 1, so by the bound of Section 1 no output "
+        "can land there. Which stage took your number out of that range?"
+    )
+    wide, gap = 1e9, 1e-4  # wide enough for any answer worth naming; gap above rounding
+    return [Slip(low - gap - wide, message, wide), Slip(high + gap + wide, message, wide)]
 
 
 def _vector(v) -> str:
@@ -935,6 +988,13 @@ register(
             (_mask_transposed, _TRANSPOSED_MASK),
             (lambda message, inputs: "for @: 'numpy.float64'" in message, _LEADING_AXES),
             (lambda message, inputs: "too many indices for array" in message, _LEADING_AXES),
+            (_shape_unpacked(fewer=False), _MORE_AXES_ASSUMED),
+            (
+                lambda message, inputs: "too many subscripts for operand" in message,
+                _MORE_AXES_ASSUMED,
+            ),
+            (_shape_unpacked(fewer=True), _FEWER_AXES_ASSUMED),
+            (lambda message, inputs: "no '...' ellipsis" in message, _FEWER_AXES_ASSUMED),
         ),
     ),
 )

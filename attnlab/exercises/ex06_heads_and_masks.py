@@ -406,6 +406,12 @@ GQA_MISTAKES = (
         _gqa_wrong(divisor=lambda Q, V: 1.0),
     ),
     Mistake(
+        "Your scores are divided by d_k, √d_k twice: once by your code and once more inside "
+        "`attention`, which divides by the square root of its inputs' last axis itself. If "
+        "you call `attention`, what should you hand it: scaled or raw Q and K?",
+        _gqa_wrong(divisor=lambda Q, V: Q.shape[-1] ** 2),
+    ),
+    Mistake(
         "You scaled by √d_v, the width of the values. The scores are dot products of a query "
         "with a key: how many terms does each of those sums have?",
         _gqa_wrong(divisor=lambda Q, V: V.shape[-1]),
@@ -530,17 +536,28 @@ def kv_cases() -> list[Case]:
     ]
 
 
+_UNITS = (
+    (2, 10, "KiB"),
+    (2, 20, "MiB"),
+    (2, 30, "GiB"),
+    (10, 3, "kB"),
+    (10, 6, "MB"),
+    (10, 9, "GB"),
+)
+
+
 def _unit_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
-    """A count returned in KiB, MiB or GiB rather than in bytes: the ratio says which."""
+    """A count returned in KiB, MiB, GiB (powers of 2) or kB, MB, GB (powers of 10) rather
+    than in bytes: the ratio says which."""
     if got.shape != () or not np.isfinite(got.astype(np.float64)) or float(want) == 0:
         return None
     ratio = float(got) / float(want)
-    for power, unit in ((10, "KiB"), (20, "MiB"), (30, "GiB")):
-        if abs(ratio * 2**power - 1) < 1e-3:
+    for base, power, unit in _UNITS:
+        if abs(ratio * base**power - 1) < 1e-3:
             return (
-                f"Your number is 2⁻{str(power).translate(_SUPERSCRIPT)} of the right one: did "
-                f"you convert to {unit}? The function returns bytes; leave the units to the "
-                f"cell that prints them."
+                f"Your number is {base}⁻{str(power).translate(_SUPERSCRIPT)} of the right "
+                f"one: did you convert to {unit}? The function returns bytes; leave the units "
+                f"to the cell that prints them."
             )
     return None
 
@@ -710,6 +727,31 @@ MASK_MISTAKES = (
 )
 
 
+def _sequence_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """Some sequences' masks right, others not: names a right one and the first wrong one
+    with their lengths, and the length whose mask the wrong one is, if it is one."""
+    if got.shape != want.shape or got.ndim != 3:
+        return None
+    lengths, n = np.asarray(inputs["lengths"]), inputs["n"]
+    right = [np.array_equal(got[b], want[b]) for b in range(len(lengths))]
+    if all(right) or not any(right):
+        return None
+    good, bad = right.index(True), right.index(False)
+    message = (
+        f"Your mask is right for sequence {good} (length {lengths[good]}) but not for "
+        f"sequence {bad} (length {lengths[bad]})."
+    )
+    for length in range(1, n + 1):
+        if np.array_equal(got[bad], padding_causal_mask(np.array([length]), n)[0]):
+            owners = [str(b) for b in range(len(lengths)) if lengths[b] == length]
+            whose = f", the length of sequence {owners[0]}" if owners else ""
+            return (
+                f"{message} Its mask is the right one for length {length}{whose}. Does each "
+                f"sequence b use its own length, lengths[b]?"
+            )
+    return f"{message} Compare your mask for sequence {bad} with the expected one below."
+
+
 _AND_HINT = (
     "Python's `and` asks one array for a single True or False, which it cannot give. "
     "Use & for element-wise AND: `a & b` compares the two arrays entry by entry."
@@ -869,6 +911,7 @@ register(
         reference=padding_causal_mask,
         shape_rule="one (n, n) mask per sequence: (batch, n, n)",
         mistakes=MASK_MISTAKES,
+        hints=(_sequence_hint,),
         prepare=_AS_BOOL_MASK,
         error_hints=((lambda message, inputs: "truth value of an array" in message, _AND_HINT),),
         shape_hint=(

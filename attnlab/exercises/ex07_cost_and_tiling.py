@@ -14,7 +14,10 @@ and names the classic slips of the running statistics. A right result is then ru
 on a row that counts the scores each maximum or sum takes in at once, and the order in which
 the blocks are read: a plain softmax of the whole row (more than block_size at once) fails,
 and so does a two-pass one that finds every block's maximum (or the row's, with Python's
-max) before it sums a block.
+max) before it sums a block. Slices, copies and a row padded with -inf and reshaped into
+blocks keep each score's position, so they are followed; a row turned into a new array
+(``np.asarray``) or a list hides its reads and is asked to work on ``scores`` directly. An
+answer that runs the course's ``tiled_attention`` (or ``fast.attention``) is told so.
 
 Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
 """
@@ -26,11 +29,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import fast
 from ..softmax import softmax
+from ..tiled import tiled_attention
 from . import solutions
 from .arrays import EXP_LIMIT, ArrayCheck, Case, Mistake, overflow_hint, softmax_rows
-from .calling import COURSE_SPY, run_with_time_limit
-from .messages import CheckResult, TooSlow
+from .calling import COURSE_SPY, call_answer, run_with_time_limit
+from .messages import CheckResult, Fail, TooSlow
 from .registry import register
 
 LESSON = "notebooks/07_cost_and_tiling.ipynb"
@@ -343,6 +348,37 @@ _EMPTY_PART = (
     "never needs to divide by l: l and o are sums, and two sums merge with their rescale "
     "factors alone. Where does your code divide, and what does it compute without it?"
 )
+
+
+@dataclass(frozen=True)
+class MergeCheck(ArrayCheck):
+    """An ArrayCheck that, when the answer returns None on one test input but not on
+    another, names that input: a path through an if/elif that ends without a return."""
+
+    def _answer_on(self, answer, case: Case, want, name: str, timeout, notes) -> np.ndarray:
+        try:
+            return super()._answer_on(answer, case, want, name, timeout, notes)
+        except TooSlow:
+            raise
+        except Fail as fail:
+            if not fail.message.startswith(f"Your `{name}` returned None."):
+                raise
+            for other in self.cases():
+                if other.label == case.label:
+                    continue
+                try:
+                    value = call_answer(answer, other.inputs, name=name, timeout=timeout)
+                except Fail:  # TooSlow too: that input says nothing about this one
+                    continue
+                if value is not None:
+                    m1, m2 = case.inputs["m1"], case.inputs["m2"]
+                    raise Fail(
+                        f'On the test input "{case.label}" (m1 = {m1}, m2 = {m2}) your '
+                        f'`{name}` returned None, though on "{other.label}" it returns '
+                        f"numbers. Some path through your code ends without a `return`: does "
+                        f"your if/elif have a branch for this case?"
+                    ) from None
+            raise
 
 
 def _merge_hint(got, want, inputs):
@@ -796,13 +832,15 @@ class _CountingRow(np.ndarray):
 
     def _note(self, kind: str, count: int, positions: Any) -> None:
         self.widest[0] = max(self.widest[0], count)
-        if positions is not None and np.size(positions):
-            self.reads.append((kind, int(np.min(positions)), int(np.max(positions))))
+        if positions is not None:
+            scores = np.asarray(positions)[np.asarray(positions) >= 0]  # not the padding
+            if scores.size:
+                self.reads.append((kind, int(scores.min()), int(scores.max())))
 
     def __getitem__(self, key):
         result = super().__getitem__(key)
         here = self.positions
-        if here is None or self.ndim != 1:
+        if here is None:
             return result
         try:
             picked = here[key]
@@ -810,6 +848,8 @@ class _CountingRow(np.ndarray):
             return result
         if isinstance(result, _CountingRow):
             result.positions = picked if np.shape(picked) == result.shape else None
+        elif np.ndim(picked) == 0 and picked < 0:  # padding added to the row, not a score
+            return result
         elif np.ndim(picked) == 0 and self.derived:  # a term, e.g. of Python's sum
             result = _Score(result)
             result.reads, result.position = self.reads, int(picked)
@@ -821,10 +861,10 @@ class _CountingRow(np.ndarray):
         return result
 
     def __iter__(self):
-        if self.ndim != 1:
+        if self.ndim == 0 or self.positions is None:
             yield from super().__iter__()
             return
-        for k in range(self.shape[0]):
+        for k in range(self.shape[0]):  # a row of scores, or of blocks after a reshape
             yield self[k]
 
     def tolist(self):
@@ -849,6 +889,27 @@ class _CountingRow(np.ndarray):
             result.positions = self.positions
         return result
 
+    def _moved(self, name: str, *args, **kwargs):
+        # The row cut into blocks (a padded row reshaped to (n_blocks, block_size), say):
+        # every entry keeps its position in the row, so its reads are still followed.
+        result = getattr(super(), name)(*args, **kwargs)
+        if isinstance(result, _CountingRow) and self.positions is not None:
+            try:
+                moved = getattr(self.positions, name)(*args, **kwargs)
+            except (TypeError, ValueError):
+                moved = None
+            result.positions = moved if np.shape(moved) == result.shape else None
+        return result
+
+    def reshape(self, *args, **kwargs):
+        return self._moved("reshape", *args, **kwargs)
+
+    def ravel(self, *args, **kwargs):
+        return self._moved("ravel", *args, **kwargs)
+
+    def flatten(self, *args, **kwargs):
+        return self._moved("flatten", *args, **kwargs)
+
     def argmax(self, *args, **kwargs):
         self._note("max", self.size, self.positions)
         return np.asarray(self).argmax(*args, **kwargs)
@@ -870,7 +931,17 @@ class _CountingRow(np.ndarray):
             args[0]._note("max", args[0].size, args[0].positions)
             plain = (np.asarray(args[0]), *args[1:])
             return func(*plain, **kwargs)
-        return super().__array_function__(func, types, args, kwargs)
+        if func is np.pad and args and isinstance(args[0], _CountingRow):
+            return _padded(args[0], args[1:], kwargs)
+        if func is np.copy and args and isinstance(args[0], _CountingRow):
+            return args[0].copy()  # still the learner's row: its reads are followed
+        result = super().__array_function__(func, types, args, kwargs)
+        if func is np.concatenate and args and type(result) in (np.ndarray, _CountingRow):
+            parts = list(args[0])
+            if any(isinstance(p, _CountingRow) for p in parts):
+                result = result.view(_CountingRow)
+                _joined(result, parts, kwargs.get("axis", args[1] if len(args) > 1 else 0))
+        return result
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         plain = [np.asarray(x) if isinstance(x, _CountingRow) else x for x in inputs]
@@ -878,14 +949,14 @@ class _CountingRow(np.ndarray):
         # also read one by one first, as ``np.max([m, *block])`` does: not a copy of the row.
         for x in inputs:
             if isinstance(x, _CountingRow) and x.positions is not None:
-                self.events.extend(("use", int(p)) for p in np.ravel(x.positions))
+                self.events.extend(("use", int(p)) for p in np.ravel(x.positions) if p >= 0)
         if method == "reduce" and ufunc in (*_ROW_MAXIMA, *_ROW_SUMS) and plain[0].ndim:
             axis = kwargs.get("axis", 0)
             axes = range(plain[0].ndim) if axis is None else np.atleast_1d(axis)
             count = math.prod(plain[0].shape[int(a)] for a in axes)
             first = inputs[0] if isinstance(inputs[0], _CountingRow) else self
             kind = "max" if ufunc in _ROW_MAXIMA else "sum"
-            self._note(kind, count, first.positions if first.ndim == 1 else None)
+            self._note(kind, count, first.positions)
         if "out" in kwargs:
             kwargs["out"] = tuple(
                 np.asarray(o) if isinstance(o, _CountingRow) else o for o in kwargs["out"]
@@ -913,6 +984,49 @@ class _CountingRow(np.ndarray):
 
         return tuple(counted(r) for r in result) if isinstance(result, tuple) else counted(result)
 
+
+def _joined(result: _CountingRow, parts: list[Any], axis: Any) -> None:
+    """Give ``np.concatenate(parts, axis)`` the records of the row its parts came from, and
+    each entry its position in that row (-1 for entries added to it, such as -inf padding)."""
+    rows = [p for p in parts if isinstance(p, _CountingRow)]
+    result.widest, result.reads, result.events = rows[0].widest, rows[0].reads, rows[0].events
+    result.derived = any(p.derived for p in rows)
+    if any(p.positions is None for p in rows):
+        return
+    here: list[Any] = [
+        p.positions if isinstance(p, _CountingRow) else np.full(np.shape(p), -1) for p in parts
+    ]
+    try:
+        joined: np.ndarray = np.concatenate(here, axis=axis)
+    except (TypeError, ValueError):
+        return
+    result.positions = joined if joined.shape == result.shape else None
+
+
+def _padded(row: _CountingRow, args: tuple, kwargs: dict) -> Any:
+    """``np.pad(row, *args, **kwargs)``, keeping the row's records; with the default
+    constant padding, every score keeps its position and the padding gets -1."""
+    plain = np.pad(np.asarray(row), *args, **kwargs)
+    padded = plain.view(_CountingRow)
+    _joined(padded, [row], 0)
+    padded.positions = None
+    if (
+        row.positions is not None
+        and kwargs.get("mode", args[1] if len(args) > 1 else "constant") == "constant"
+    ):
+        width = kwargs.get("pad_width", args[0] if args else 0)
+        try:
+            here = np.pad(row.positions, width, mode="constant", constant_values=-1)
+        except (TypeError, ValueError):
+            return padded
+        padded.positions = here if here.shape == padded.shape else None
+    return padded
+
+
+_WHOLE_ATTENTION = {
+    tiled_attention.__code__: "attnlab.tiled_attention",
+    fast.attention.__code__: "attnlab.fast.attention",
+}
 
 ONE_PASS_ROW = np.array([0.5, -1.2, 0.3, 2.0, 1.1, 1.5, 3.4, -0.7, 0.9, 2.6])
 ONE_PASS_BLOCK = 3
@@ -1015,8 +1129,12 @@ class OnePassCheck(ArrayCheck):
     block had been read."""
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
-        result = super().__call__(answer, name=name, timeout=timeout)
         spy = COURSE_SPY.get()
+        if spy is not None and spy.versions:
+            # The course's attention functions do the online softmax too: one called on a
+            # row of scores (keys of width 1) answers the exercise without practising it.
+            spy.versions.update(_WHOLE_ATTENTION)
+        result = super().__call__(answer, name=name, timeout=timeout)
         if not result.passed or (spy is not None and spy.used):
             return result  # an answer that runs the course's own softmax is told so by check
         row = _run_on_counting_row(answer, ONE_PASS_ROW, ONE_PASS_BLOCK, timeout)
@@ -1034,7 +1152,8 @@ class OnePassCheck(ArrayCheck):
                 f"whole row? (A final check such as weights.sum() takes in the whole row too.)",
                 name,
             )
-        copied = _never_read(row) or _copied_ahead(row, ONE_PASS_BLOCK)
+        hidden = _never_read(row)
+        copied = hidden or _copied_ahead(row, ONE_PASS_BLOCK)
         if _read_twice(row, ONE_PASS_BLOCK) or (
             not copied and _whole_max_first(row, ONE_PASS_BLOCK)
         ):
@@ -1049,15 +1168,27 @@ class OnePassCheck(ArrayCheck):
                 f"later block raises m, what must happen to the l you have summed so far?",
                 name,
             )
+        if hidden:
+            return CheckResult(
+                False,
+                f"Your `{name}` gives the right weights, but the checker cannot see how it "
+                f"reads the row: your code made a new array from `scores` before reading it "
+                f"(`np.asarray(scores)` or `np.array(scores)`, say), "
+                f"and that new array hides which score is which, so the order in which you "
+                f"read the blocks is lost. `scores` is already a float array: read each block "
+                f"straight from it, `scores[start:start + block_size]`, and run both cells "
+                f"again.",
+                name,
+            )
         if copied:
             return CheckResult(
                 False,
                 f"Your `{name}` gives the right weights, but the checker cannot see how it "
-                f"reads the row, probably because it converted it first (`np.asarray(scores)`, "
-                f"`np.array(scores)`, `scores.tolist()`, `list(scores)` or "
-                f"`[x for x in scores]`): the converted copy hides the order in which you read "
-                f"the blocks. `scores` is already a float array: work on it directly, without "
-                f"the conversion, and run both cells again.",
+                f"reads the row, because it copied the row into a list first "
+                f"(`scores.tolist()`, `list(scores)` or `[x for x in scores]`): the copy "
+                f"hides the order in which you read the blocks. `scores` is already a float "
+                f"array: read each block straight from it, `scores[start:start + block_size]`, "
+                f"and run both cells again.",
                 name,
             )
         return result
@@ -1082,7 +1213,7 @@ register(
     solutions.merge_states,
     "merge_states(m1, l1, o1, m2, l2, o2) -> (m, l, o): the running maximum, sum and output "
     "sum of two parts of a row, combined into those of the whole row",
-    ArrayCheck(
+    MergeCheck(
         merge_cases,
         reference=merge_states,
         shape_rule="three numbers, (m, l, o): the merged maximum, sum and output sum",

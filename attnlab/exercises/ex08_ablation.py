@@ -244,6 +244,12 @@ GRAD_Q_MISTAKES = (
         lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V) @ K,
     ),
     Mistake(
+        "Your last product uses V where it needs K. The last step goes back through "
+        "S = scale · Q Kᵀ, a linear layer in Q with weight matrix scale · Kᵀ, so the matrix "
+        "there is K; V belongs to O = P V, the step you already went back through.",
+        lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, scale), G @ V.T) @ V,
+    ),
+    Mistake(
         "You multiplied ∂L/∂S by Kᵀ. S = scale · Q Kᵀ is a linear layer in Q with weight "
         "matrix scale · Kᵀ: by the rule for linear layers, which matrix does the gradient go "
         f"back through? {_CHAIN}",
@@ -309,6 +315,20 @@ GRAD_Q_MISTAKES = (
 )
 
 
+def _one_number_per_query(message: str, inputs) -> bool:
+    """An error where an array of shape (n_q,) met one of (n_q, n_k): a row sum that lost
+    its axis, as in a softmax step written inline without keepdims."""
+    return "broadcast" in message and f"({inputs['Q'].shape[0]},)" in message
+
+
+_KEEPDIMS_INLINE = (
+    "An array with one number per query, shape (n_q,), met one of shape (n_q, n_k). If you "
+    "wrote the softmax's step inline: a sum along the last axis drops that axis, so each "
+    "query's sum no longer lines up with its row. Which option of `.sum` keeps it as a "
+    "column, as in your `softmax_backward`?"
+)
+
+
 def _reference_grad_q(Q, K, V, grad_O, scale):
     return attention_backward(Q, K, V, grad_O, scale=scale)[0]
 
@@ -346,6 +366,7 @@ register(
         shape_rule="the shape of Q: one gradient entry per entry of Q",
         mistakes=GRAD_Q_MISTAKES,
         hints=(_multiple_hint,),
+        error_hints=((_one_number_per_query, _KEEPDIMS_INLINE),),
         shape_hint=(
             "Write down each array's shape: P, ∂L/∂P and ∂L/∂S are (n_q, n_k), V is "
             "(n_k, d_v), G is (n_q, d_v), K is (n_k, d_k), and ∂L/∂Q must be (n_q, d_k), "

@@ -12,6 +12,7 @@ Lesson: ``notebooks/09_attention_family.ipynb``.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -153,11 +154,23 @@ RELATIVE_MISTAKES = (
 )
 
 
+@dataclass(frozen=True)
+class ShapeHintCheck(ArrayCheck):
+    """An ArrayCheck that adds ``shape_hint`` to a result of the wrong shape too, not only
+    to an error: a 1-D index array, or the table itself, returns without complaint."""
+
+    def _diagnosis(self, got, want, case: Case, name: str, elsewhere=lambda: []) -> str:
+        message = super()._diagnosis(got, want, case, name, elsewhere)
+        if got.shape != want.shape and self.shape_hint and self.shape_hint not in message:
+            message = f"{message} {self.shape_hint}"
+        return message
+
+
 register(
     LESSON,
     solutions.relative_bias,
     "relative_bias(n, table) -> B with B[i, j] = b_(i−j) read from the table, shape (n, n)",
-    ArrayCheck(
+    ShapeHintCheck(
         relative_cases,
         reference=relative_bias_reference,
         shape_rule="one bias per (query, key) pair: (n, n)",
@@ -398,6 +411,22 @@ ALIBI_MISTAKES = (
         "query is as far away as one two tokens before it. What turns the (n, n) "
         "differences i − j into distances?",
         lambda n, H: _stack(alibi_slopes_reference(H), n, signed=True),
+    ),
+    Mistake(
+        "Below the diagonal, where the key comes before the query, your biases are positive "
+        "and grow with the distance: you multiplied the slopes by j − i, key minus query, "
+        "which is negative there, so the keys a causal model does see are *rewarded* for "
+        "being far back. The bias uses the distance, the same for a key two tokens before "
+        "the query as for one two tokens after it. What turns the (n, n) differences into "
+        "distances?",
+        lambda n, H: -_stack(alibi_slopes_reference(H), n, signed=True),
+    ),
+    Mistake(
+        "Your penalty grows with the square of the distance: a key two tokens away loses "
+        "4m rather than 2m, and one ten tokens away 100m. ALiBi's penalty is linear, m for "
+        "every token of distance. Which step turns your differences i − j into distances, "
+        "and does it keep a distance of 2 as 2?",
+        lambda n, H: -alibi_slopes_reference(H)[:, None, None] * _distance(n) ** 2,
     ),
     Mistake(
         "Above the diagonal, for the keys after the query, your biases are 0: you applied "
@@ -669,6 +698,14 @@ REACH_MISTAKES = (
         "layers through some token k in between: which product adds up M[i, k] · M[k, j] "
         "over k?",
         lambda M, L: np.asarray(M, dtype=bool).copy(),
+    ),
+    Mistake(
+        "Your result is the mask times L: every entry is 0 or L. An entrywise operation, "
+        "such as `*`, works on each entry on its own, so no path through other tokens is "
+        "ever followed, however many layers there are. Information reaches query i from "
+        "key j in two layers through some token k in between: which product adds up "
+        "M[i, k] · M[k, j] over k?",
+        lambda M, L: _as_checked(np.asarray(M, dtype=np.int64) * L),
     ),
     Mistake(
         "Your result is what two layers reach, whatever L is: one product of the mask "

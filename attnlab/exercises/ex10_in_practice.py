@@ -101,6 +101,8 @@ def _with(phi, normalise="rows"):
             return out / K.shape[0]
         if normalise == "total":
             return out / (fq @ fk.sum(axis=0)).sum()
+        if normalise == "output":  # each output row divided by the sum of its own entries
+            return out / out.sum(axis=1, keepdims=True)
         return out
 
     return compute
@@ -150,6 +152,15 @@ LINEAR_MISTAKES = (
         _with(elu_feature, normalise="total"),
     ),
     Mistake(
+        "You divided each row of the output by the sum of its own entries, so your output "
+        "rows add up to 1. It is each query's *weights* φ(q_i)·φ(k_j) that must add up to "
+        "1; an output row is the weighted average of the values, and its entries can add "
+        "up to anything. Row "
+        "i must be divided by Σ_j φ(q_i)·φ(k_j). Once φ(q_i) is taken out of that sum, what "
+        "is left inside, and does it depend on i?",
+        _with(elu_feature, normalise="output"),
+    ),
+    Mistake(
         "You used Q and K without the feature map. Then q·k can be negative or 0, the "
         "'weights' can be negative and the denominator can vanish. φ(x) = elu(x) + 1 is "
         "positive everywhere, so every weight is too. Where in your code do Q and K go "
@@ -161,6 +172,13 @@ LINEAR_MISTAKES = (
         "negative. φ(x) = elu(x) + 1 is x + 1 for x > 0 and eˣ for x ≤ 0, positive "
         "everywhere. What does your φ give at x = −1, and what should it give?",
         _with(lambda x: np.where(x > 0, x, np.exp(np.minimum(x, 0.0)) - 1.0)),
+    ),
+    Mistake(
+        "Your φ is x for x > 0, without the + 1 on that side. elu(x) + 1 is x + 1 for "
+        "x > 0 and eˣ for x ≤ 0: the two pieces meet at x = 0, where both give 1, while yours "
+        "drops from 1 to nearly 0 just above 0. What should φ(0.5) be, and what does yours "
+        "give?",
+        _with(lambda x: np.where(x > 0, x, np.exp(np.minimum(x, 0.0)))),
     ),
     Mistake(
         "Your φ is x + 1 everywhere. That is elu(x) + 1 only for x > 0; for x ≤ 0 it is "
@@ -344,15 +362,27 @@ def causal_cases() -> list[Case]:
 
 
 def _recurrence(
-    *, read_first=False, normalise=True, reset=False, phi=elu_feature, start=0.0, total_z=None
+    *,
+    read_first=False,
+    normalise=True,
+    reset=False,
+    phi=elu_feature,
+    start=0.0,
+    total_z=None,
+    from_query=(),
+    stop_early=False,
 ):
     """The loop over the tokens with one slip: reading the state before adding token i,
     no normaliser, a state that starts afresh at every token, another feature map
-    ``phi``, S and z that start at ``start`` instead of 0, or a z that is one number, the
-    running total of φ(k_i)'s entries, read by ``total_z(φ(q_i), z)``."""
+    ``phi``, S and z that start at ``start`` instead of 0, a z that is one number, the
+    running total of φ(k_i)'s entries, read by ``total_z(φ(q_i), z)``, running sums built
+    from φ(q_i) instead of φ(k_i) (``from_query`` names them: "S", "z" or both), or a loop
+    that stops one token early and returns the rows it made (``stop_early``)."""
 
     def compute(Q, K, V):
         fq, fk = phi(Q), phi(K)
+        into_S = fq if "S" in from_query else fk
+        into_z = fq if "z" in from_query else fk
         S, z = np.full((fk.shape[1], V.shape[1]), start), np.full(fk.shape[1], start)
         z_total = 0.0
         out = np.empty((len(fq), V.shape[1]))
@@ -361,13 +391,24 @@ def _recurrence(
                 S, z = np.zeros_like(S), np.zeros_like(z)
             if read_first:
                 out[i] = fq[i] @ S / (fq[i] @ z)
-            S, z = S + np.outer(fk[i], V[i]), z + fk[i]
+            S, z = S + np.outer(into_S[i], V[i]), z + into_z[i]
             z_total += fk[i].sum()
             if total_z is not None:
                 out[i] = fq[i] @ S / total_z(fq[i], z_total)
             elif not read_first:
                 out[i] = fq[i] @ S / (fq[i] @ z) if normalise else fq[i] @ S
-        return out
+        return out[:-1] if stop_early else out
+
+    return compute
+
+
+def _causal_softmax(scaled=True):
+    """Causal softmax attention, with or without the 1/√d_k."""
+
+    def compute(Q, K, V):
+        Q, K, V = (np.asarray(x, dtype=float) for x in (Q, K, V))
+        c = 1 / np.sqrt(Q.shape[1]) if scaled else 1.0
+        return softmax(c * (Q @ K.T), mask=causal_mask(len(Q))) @ V
 
     return compute
 
@@ -380,6 +421,16 @@ _SCALAR_Z = (
     "feature's sum by the query's own feature. Which shape does your z have, and how does "
     "φ(q_i) read it?"
 )
+
+
+def _query_in(sums: str) -> str:
+    return (
+        f"Your running {sums} from φ(q_i), the query's features, where each token must add "
+        "what its *key* brings: S_i = S_{i−1} + φ(k_i) v_iᵀ and z_i = z_{i−1} + φ(k_i). The "
+        "state holds the keys and values so far; the query only reads it. Which features "
+        "does token i put into the state, and which does it read with?"
+    )
+
 
 CAUSAL_MISTAKES = (
     Mistake(
@@ -424,10 +475,43 @@ CAUSAL_MISTAKES = (
         _recurrence(total_z=lambda fq_i, z: fq_i.sum() * z),
     ),
     Mistake(
+        _query_in("sum z is built"),
+        _recurrence(from_query=("z",)),
+    ),
+    Mistake(
+        _query_in("sum S is built"),
+        _recurrence(from_query=("S",)),
+    ),
+    Mistake(
+        _query_in("sums S and z are both built"),
+        _recurrence(from_query=("S", "z")),
+    ),
+    Mistake(
+        "Your function returns one row fewer than there are tokens, and every row it "
+        "returns is right: your loop stops one token early. Which values of i does your "
+        "loop take, and which should it take for n tokens?",
+        _recurrence(stop_early=True),
+    ),
+    Mistake(
         "Your rows are those of non-causal linear attention: query i also sees the keys "
         "after it. In a decoder, o_i may read only what the tokens up to i put in: does "
         "your query read the running sums at step i, or sums over all the tokens?",
         linear_attention_reference,
+    ),
+    Mistake(
+        "That is causal softmax attention, softmax(Q Kᵀ/√d_k) V with the causal mask. "
+        "Linear attention replaces exp(q·k/√d_k) by κ(q, k) = φ(q)·φ(k) with "
+        "φ(x) = elu(x) + 1, and that is what lets the sums over the keys up to i run along "
+        "with the tokens. In the lesson's recurrence, what does token i add to S and to z?",
+        _causal_softmax(),
+    ),
+    Mistake(
+        "That is causal softmax attention, softmax(Q Kᵀ) V with the causal mask, here even "
+        "without its 1/√d_k. Linear attention replaces the exponential by "
+        "κ(q, k) = φ(q)·φ(k) with φ(x) = elu(x) + 1, and that is what lets the sums over "
+        "the keys up to i run along with the tokens. In the lesson's recurrence, what does "
+        "token i add to S and to z?",
+        _causal_softmax(scaled=False),
     ),
 )
 
@@ -448,9 +532,28 @@ def _read_before_update(got, want, inputs):
     )
 
 
+def _last_row_missed(got, want, inputs):
+    # A loop that stops one token early into a preallocated array: every row right but the
+    # last, which holds zeros or whatever np.empty left there.
+    if got.shape != want.shape or len(got) < 2:
+        return None
+    if not matches(got[:-1], want[:-1]) or matches(got[-1:], want[-1:]):
+        return None
+    return (
+        f"Your rows are right for every token but the last, token {len(got) - 1}: does your "
+        "loop reach it? Which values of i does your loop take, and which should it take for "
+        f"{len(got)} tokens?"
+    )
+
+
 def _number_in_matmul(message: str, inputs: dict[str, Any]) -> bool:
     # NumPy's matmul with a 0-d operand, such as a z kept as one number.
     return "matmul" in message and "has 0" in message
+
+
+def _int_state(message: str, inputs: dict[str, Any]) -> bool:
+    # `S += ...` into an int array: NumPy refuses to cast the float sum back.
+    return "Cannot cast" in message and "int" in message
 
 
 register(
@@ -468,9 +571,14 @@ register(
             "one: what does your loop carry from one token to the next, and which shape "
             "has it?"
         ),
+        passed_note=(
+            " Memory is what this check measures, not work: does your loop score query i "
+            "against every earlier key, φ(q_i)·φ(k_j) for each j ≤ i? That is about n²/2 "
+            "of them in all; reading the state S_i and z_i never needs a single one."
+        ),
         shape_rule="one output row per token, d_v columns like V: (n, d_v)",
         mistakes=CAUSAL_MISTAKES,
-        hints=(_read_before_update,),
+        hints=(_read_before_update, _last_row_missed),
         shape_hint=(
             "S is a (d_k, d_v) matrix and z has d_k numbers; φ(q_i) and φ(k_i) have d_k, "
             "v_i has d_v. Which product of φ(k_i) and v_i has the shape (d_k, d_v)?"
@@ -482,6 +590,12 @@ register(
                 "vector or a matrix. Is it z? The lesson's z_i = z_{i−1} + φ(k_i) is a "
                 "running sum of vectors: how many numbers does it hold, and which shape do "
                 "you give it before token 0?",
+            ),
+            (
+                _int_state,
+                "An array in your loop holds whole numbers (an integer dtype), so NumPy "
+                "cannot store the sum of it and a float in it. Which dtype does the array "
+                "you start S or z from have, and which should it have?",
             ),
         ),
     ),
@@ -737,6 +851,14 @@ SDPA_MISTAKES = (
         _slip(causal=lambda n_q, n_k: np.arange(n_k)[None, :] >= np.arange(n_q)[:, None]),
     ),
     Mistake(
+        "Your causal mask holds the numbers 0 and 1, not True and False, so it went the way "
+        "of a float mask: it was *added* to the scores, 1 on the keys a query may see and 0 "
+        "on the others, and every key stays visible. A bool mask decides which keys take "
+        "part; a float one only shifts scores. Which dtype must your causal mask have, or "
+        "which score must a future key get?",
+        _slip(causal=lambda n_q, n_k: np.tril(np.ones((n_q, n_k)))),
+    ),
+    Mistake(
         "Your function ignores `is_causal=True`: every query sees every key. Which keys may "
         "query i see when a call asks for the causal rule?",
         _slip(causal=lambda n_q, n_k: np.ones((n_q, n_k), dtype=bool)),
@@ -771,8 +893,14 @@ SDPA_MISTAKES = (
         _slip(factor=lambda d_k, scale: (1.0 if scale is None else scale) / np.sqrt(d_k)),
     ),
     Mistake(
+        "With `scale` given, you divided the scores by it. `scale` is the factor the scores "
+        "are *multiplied* by: its default, 1/√d_k, is what divides them by √d_k. With "
+        "scale = 0.3, what are the scores multiplied by?",
+        _slip(factor=lambda d_k, scale: 1 / np.sqrt(d_k) if scale is None else 1 / scale),
+    ),
+    Mistake(
         "Your function ignores `scale` and always uses 1/√d_k. A call with `scale=0.3` asks "
-        "for the scores times 0.3 (a temperature of 1/0.3, lesson 04): where does your "
+        "for the scores times 0.3 (a temperature of 1/0.3, lesson 03): where does your "
         "function read `scale`?",
         _slip(factor=lambda d_k, scale: 1 / np.sqrt(d_k)),
     ),
@@ -828,6 +956,11 @@ def _none_used(message: str, inputs: dict[str, Any]) -> bool:
     return "NoneType" in message
 
 
+def _array_as_condition(message: str, inputs: dict[str, Any]) -> bool:
+    # `if attn_mask:` on an array with more than one entry.
+    return "truth value of an array" in message
+
+
 register(
     LESSON,
     solutions.sdpa_weights,
@@ -850,6 +983,13 @@ register(
                 "An option the call leaves out arrives as None (attn_mask=None, scale=None): "
                 "which steps must your function skip, or fill in with PyTorch's default, "
                 "when an option is None?",
+            ),
+            (
+                _array_as_condition,
+                "Ignore NumPy's advice about a.any() or a.all() here: `if attn_mask:` asks "
+                "whether a whole array counts as true, which NumPy cannot decide. What your "
+                "function needs to know is whether a mask was passed at all: how do you test "
+                "that `attn_mask` is not None?",
             ),
         ),
     ),

@@ -162,6 +162,15 @@ def shape_text(shape: tuple[int, ...]) -> str:
 def array_block(a: Any) -> str:
     """A small array as text rounded to 3 decimals, each line indented; big ones with '...'."""
     a = np.asarray(a)
+    if a.ndim == 0 and a.dtype.kind == "f" and np.isfinite(a):
+        # One number below 1 gets 4 significant digits, so that 1/16 reads 0.0625, not 0.062;
+        # a larger one keeps 3 decimals, so that no digit before the point is lost.
+        x = float(a) + 0.0
+        small = abs(x) < 1
+        shown = np.format_float_positional(
+            x, precision=4 if small else 3, fractional=not small, trim="-"
+        )
+        return textwrap.indent(shown, INDENT)
     if a.dtype.kind == "f":
         a = np.round(a, 3) + 0.0  # adding 0.0 turns the -0.0 rounding leaves into 0.0
     text = np.array2string(

@@ -8,7 +8,7 @@ these pass too. Exercises by lesson:
 - 00_start_here: scale_factor, output_shape
 - 01_dot_product: best_key, new_token_scores, score_matrix
 - 02_variance: scaled_scores, std_512, uniform_divisor
-- 03_scaling: entropy, largest_jacobian_entry, temperature_for_entropy
+- 03_scaling: temperature_for_entropy, largest_jacobian_entry
 - 04_softmax: softmax, softmax_jacobian, masked_softmax
 - 05_values: attention, output_change, scores_for, attention_by_hand, masked_attention
 - 06_heads_and_masks: multi_head_attention, grouped_query_attention, kv_cache_bytes,
@@ -76,11 +76,6 @@ def uniform_divisor(d_k):
     return sigma * sigma * np.sqrt(d_k)
 
 
-def entropy(p):
-    safe = np.where(p > 0, p, 1.0)  # log(1) = 0, so entries with p = 0 add exactly 0
-    return -(p * np.log(safe)).sum(axis=-1)  # one number per row, in nats
-
-
 def largest_jacobian_entry(p):
     # |J_ij| = p_i p_j <= p_i (1 - p_i) = J_ii off the diagonal, since p_j <= 1 - p_i; and
     # x (1 - x) rises up to x = 1/2, where at most one weight can be: the top weight wins.
@@ -93,7 +88,7 @@ def temperature_for_entropy(scores, target):
     low, high = spread * 1e-3, spread * 1e3  # entropy rises with τ: halve until narrow
     for _ in range(100):
         tau = np.sqrt(low * high)  # the middle of the interval on a log scale
-        if entropy(softmax(scores / tau)) < target:  # one row in, one entropy out
+        if attnlab.entropy(attnlab.softmax(scores / tau)) < target:  # one row, one number
             low = tau  # too sharp: the answer is a larger τ
         else:
             high = tau

@@ -509,6 +509,40 @@ def score_change(
     return {d: moved[i * n : (i + 1) * n] for i, d in enumerate(divisors)}
 
 
+def saturation_after(
+    task: Task,
+    d_k: int,
+    divisor: str = "1",
+    steps: int = 10,
+    seeds=SEEDS,
+    size: int = 256,
+    saturated: float = 0.99,
+    init_gain: float = 1.0,
+    lr: float = LEARNING_RATE,
+) -> dict[str, float]:
+    """The share of saturated attention rows at the start and after ``steps`` steps.
+
+    A row is saturated when its largest weight is above ``saturated``. Measured on the
+    held-out sequences of :func:`start_of_training` (``size`` per seed), so the share at
+    the start is the one that function reports. ``init_gain`` multiplies every initial
+    weight matrix (1/√3: PyTorch's default variance).
+
+    Returns ``{"start": share, "after": share}``, each a float between 0 and 1 over all
+    seeds' sequences.
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    seeds = tuple(int(s) for s in seeds)
+    scales = np.full(len(seeds), 1.0 / divisor_value(divisor, d_k))
+    *_, kept = _fit(task, d_k, (divisor,), seeds, steps, BATCH, lr, (0, steps), init_gain)
+    batch = evaluation_batch(task, len(seeds), size, seed=99)
+    share = {}
+    for name, t in (("start", 0), ("after", steps)):
+        weights = forward(kept[t], task, batch, scales).weights[..., 0, :]
+        share[name] = saturated_share(weights, saturated)
+    return share
+
+
 def lr_sweep(
     task: Task,
     d_ks=(64, 256),
@@ -530,6 +564,97 @@ def lr_sweep(
         for divisor in divisors:
             out[(d_k, divisor)] = np.array([mean_accuracy(runs[divisor]) for runs in by_lr])
     return out
+
+
+# ------------------------------------------- a wider model, at one d_k
+
+# The model widths d_model of the width comparison: the lesson's 32, and 128, where
+# d_k = 32 is d_model/4 as in a transformer with 4 heads.
+WIDTHS = (32, 128)
+
+
+def width_ablation(
+    d_k: int = 32,
+    d_models=WIDTHS,
+    divisors=("√d_k", "1"),
+    seeds=SEEDS,
+    steps: int = STEPS,
+    batch_size: int = BATCH,
+    lr: float = LEARNING_RATE,
+) -> dict[tuple[int, str], Run]:
+    """Train the ablation at one ``d_k`` for several model widths; ``{(d_model, divisor): Run}``.
+
+    Each width gets its own task, ``make_task(d_model=...)`` (the same vocabulary and
+    rules, embeddings of that length); everything else is as in :func:`run_ablation`:
+    the same seeds, learning rate and steps, one run per seed. Only d_model and the
+    divisor change.
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    found = {}
+    for d_model in d_models:
+        runs = train_divisors(
+            make_task(d_model=d_model), d_k, tuple(divisors), seeds, steps, batch_size, lr
+        )
+        found.update({(d_model, d): run for d, run in runs.items()})
+    return found
+
+
+def print_widths(widths: Mapping[tuple[int, str], Run], level: float = 0.9) -> None:
+    """One line per (d_model, divisor) of :func:`width_ablation`: mean accuracy over
+    training and final accuracy (mean over seeds [lowest – highest]), and the steps to
+    ``level`` of each seed."""
+    head = (
+        f"{'d_model':>7}  {'÷':<6}{'mean acc. in training':<23}{'final accuracy':<23}"
+        f"steps to {level:.0%} (per seed)"
+    )
+    print(head)
+    print("-" * len(head))
+    for (d_model, divisor), run in widths.items():
+        print(
+            f"{d_model:>7}  {divisor:<6}{spread(mean_accuracy(run)):<23}"
+            f"{spread(run.final_accuracy):<23}{steps_text(run.steps_to(level))}"
+        )
+
+
+def width_claims(widths: Mapping[tuple[int, str], Run], level: float = 0.9) -> list[Claim]:
+    """What the width comparison shows, each tested with a wide margin: at the wider
+    d_model the scaled model reaches ``level`` sooner than the unscaled one on every seed,
+    it learns faster than at the narrow width, and the gap in final accuracy between the
+    two is larger than at the narrow width.
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    narrow, wide = min(d for d, _ in widths), max(d for d, _ in widths)
+
+    def steps(d_model, divisor):  # "never" counts as one step past the end of the run
+        run = widths[(d_model, divisor)]
+        return np.nan_to_num(run.steps_to(level), nan=run.steps + 1)
+
+    def auc(d_model, divisor):
+        return float(mean_accuracy(widths[(d_model, divisor)]).mean())
+
+    def final_gap(d_model):  # ÷√d_k − ÷1 in mean final accuracy
+        runs = (widths[(d_model, "√d_k")], widths[(d_model, "1")])
+        return float(runs[0].final_accuracy.mean() - runs[1].final_accuracy.mean())
+
+    return [
+        Claim(
+            f"d_model = {wide}: on every seed, the scaled model reaches {level:.0%} sooner "
+            "than the unscaled one",
+            bool((steps(wide, "√d_k") < steps(wide, "1")).all()),
+        ),
+        Claim(
+            f"the scaled model learns faster with d_model = {wide} than with {narrow}: its "
+            "mean accuracy over training is at least 0.02 higher",
+            auc(wide, "√d_k") >= auc(narrow, "√d_k") + 0.02,
+        ),
+        Claim(
+            f"the gap in mean final accuracy, ÷√d_k − ÷1, is at least 0.03 larger with "
+            f"d_model = {wide} than with {narrow}",
+            final_gap(wide) >= final_gap(narrow) + 0.03,
+        ),
+    ]
 
 
 # ---------------------------------------------------- what was measured

@@ -808,6 +808,25 @@ def peaky_rows(
     return np.array(shares)
 
 
+def largest_weight(stds, seed: int = 3, n_q: int = 64, n_k: int = 256, d: int = 64):
+    """The largest weight in any row, for each spread of the scores.
+
+    Formula: ``max_ij softmax(Q Kᵀ · c)_ij``, with the same draw and scaling as
+    :func:`error_against_spread` (``c`` chosen so that the scores' standard deviation is
+    each entry of ``stds``). Near 1/n_k when every row is flat, near 1 once some row puts
+    nearly all its weight on one key: from there its rounding errors no longer cancel over
+    many keys, and the largest output error grows only in step with the spread.
+
+    Shapes: ``stds`` 1-D; Q (n_q, d), K (n_k, d); returns one weight per spread.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    """
+    Q, K, _ = grid_qkv(seed, n_q, n_k, d)
+    raw = Q @ K.T
+    return np.array(
+        [float(softmax(raw * (std / raw.std())).max()) for std in np.asarray(stds, dtype=float)]
+    )
+
+
 def plot_error_against_spread(stds, errors, largest=None):
     """Output error against the scores' standard deviation, one line per format (log y).
 

@@ -309,6 +309,34 @@ def alibi_biases(n: int, n_heads: int) -> np.ndarray:
     return -slopes[:, None, None] * distance  # (H, 1, 1) · (n, n) → (H, n, n)
 
 
+def position_costs(n: int, n_heads: int, d_head: int, n_buckets: int = 32) -> dict:
+    """What each relative position scheme adds to one attention layer: n tokens, H heads.
+
+    - ``"table_params"``: a learned bias per distance, ``b_(i−j)`` for ``i − j = −(n−1) …
+      n − 1`` in every head, ``(2n − 1) · H`` numbers (per layer, if each layer has its own);
+    - ``"t5_params"``: T5's ``n_buckets · H`` bucket biases, computed once and shared by
+      every layer of a stack;
+    - ALiBi's slopes are fixed and RoPE's angles too: 0 parameters for both;
+    - ``"bias_numbers"``: a bias scheme (learned, T5 or ALiBi) adds ``H · n²`` numbers to
+      the scores, one per head and pair: the ``(H, n, n)`` array, if it is built;
+    - ``"rope_mults"``: RoPE turns each pair of features of every q and k, 2
+      multiplications per entry (``x₁ cos − x₂ sin``), so ``2 · n · H · d_head`` for Q and
+      as many for K;
+    - ``"score_madds"``: ``H · n² · d_head``, the multiply-adds of ``QKᵀ`` itself, for scale.
+
+    Integers, exact. Lesson: ``notebooks/09_attention_family.ipynb``.
+    """
+    return {
+        "table_params": (2 * n - 1) * n_heads,
+        "t5_params": n_buckets * n_heads,
+        "alibi_params": 0,
+        "rope_params": 0,
+        "bias_numbers": n_heads * n * n,
+        "rope_mults": 2 * (2 * n * n_heads * d_head),
+        "score_madds": n_heads * n * n * d_head,
+    }
+
+
 # ------------------------------------------------------------------------ sparse masks
 
 

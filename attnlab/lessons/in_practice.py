@@ -2,9 +2,10 @@
 
 Linear attention with the feature map elu(x) + 1, in both orders of multiplication,
 its causal form as a recurrence, and what it cannot do that softmax can; the causal
-mask aligned at the bottom right, and which of PyTorch's backends runs a call; the
-attention entropy of the model of lesson 08 during training, per head. The figure
-functions only draw numbers the notebook computed in the cell that calls them.
+mask aligned at the bottom right, and which of PyTorch's backends can run a call; the
+attention entropy of the model of lesson 08 during training, per head (the notebook
+trains with BLAS on one thread, lesson 07's ``one_blas_thread``, re-exported here). The
+figure functions only draw numbers the notebook computed in the cell that calls them.
 
 Lesson: ``notebooks/10_in_practice.ipynb``.
 """
@@ -17,6 +18,7 @@ import numpy as np
 from .. import plots
 from ..masks import causal_lower_right, causal_mask  # noqa: F401 - the notebook uses it
 from ..softmax import entropy, softmax
+from .cost_and_tiling import one_blas_thread  # noqa: F401 - lesson 07's; the training cell uses it
 
 # ---------------------------------------------------------------------- linear attention
 

@@ -471,20 +471,6 @@ def plot_jacobian(sat: Saturation):
     return fig
 
 
-def divisor_for_variance(
-    d_k: int, target_variance: float, sigma_q: float = 1.0, sigma_k: float = 1.0
-) -> float:
-    """The divisor τ that gives random scores q · k the variance ``target_variance``.
-
-    Formula: Var(q · k / τ) = σ_q² σ_k² d_k / τ² (lesson 02, Section 7, and the scaling
-    rule Var(cX) = c² Var(X)), so τ = σ_q σ_k √(d_k / target_variance).
-
-    Shapes: numbers → a float.
-    Lesson: ``notebooks/03_scaling.ipynb``, Section 4 ("Does the argument fix the constant…?").
-    """
-    return float(sigma_q * sigma_k * np.sqrt(d_k / target_variance))
-
-
 def temperature_for_entropy(scores, target: float, low: float = 1e-3, high: float = 1e3) -> float:
     """The temperature τ at which ``softmax(scores / τ)`` has entropy ``target`` (nats).
 

@@ -75,6 +75,46 @@ def inside_hull(points, hull, tol: float = 1e-12) -> np.ndarray:
     return np.all(cross >= -tol, axis=1)
 
 
+def nearest_row_distance(Z, V) -> np.ndarray:
+    """How far each output row lies from the value row closest to it.
+
+    Formula: d_i = min_j ‖z_i − v_j‖. A near-copy of one value row (sharp weights) gives a
+    d_i near 0, whether that row is a corner of the hull or not.
+
+    Shapes: ``Z`` (m, d_v), ``V`` (n, d_v) → (m,).
+
+    Lesson: ``notebooks/05_values.ipynb`` (Section 1).
+    """
+    Z = np.asarray(Z, dtype=float)
+    V = np.asarray(V, dtype=float)
+    return np.linalg.norm(Z[:, None, :] - V[None, :, :], axis=-1).min(axis=1)
+
+
+def rows_holding(A, share: float, labels) -> list[str]:
+    """For each row of weights, the fewest keys that hold at least ``share`` of it.
+
+    Formula: sort a row's weights a_(1) ≥ a_(2) ≥ …; one key when a_(1) ≥ share, two
+    when a_(1) + a_(2) ≥ share. With share near 1 the output is then close to that value
+    row, or to the segment between those two rows.
+
+    Shapes: ``A`` (m, n) weights, ``labels`` n names → m strings: ``"v3"``, ``"v0+v4"``
+    (the two names in key order), or ``"3 or more rows"``.
+
+    Lesson: ``notebooks/05_values.ipynb`` (Section 1).
+    """
+    A = np.asarray(A, dtype=float)
+    held = []
+    for row in A:
+        order = np.argsort(-row, kind="stable")
+        if row[order[0]] >= share:
+            held.append(labels[order[0]])
+        elif len(row) > 1 and row[order[0]] + row[order[1]] >= share:
+            held.append("+".join(labels[j] for j in sorted(order[:2])))
+        else:
+            held.append("3 or more rows")
+    return held
+
+
 def output_change(A, j: int, delta) -> np.ndarray:
     """How the output Z = A V changes when ``delta`` is added to value row j.
 
@@ -324,6 +364,17 @@ def stacked_attention(Z, layers: int, *, residual: bool = False) -> list[np.ndar
     return out
 
 
+def stacked_weights(Z) -> np.ndarray:
+    """The weights of one layer of :func:`stacked_attention`: softmax(Z Zᵀ / √d) over each row.
+
+    Shapes: ``Z`` (n, d) → (n, n). Lesson: ``notebooks/05_values.ipynb`` (Section 5).
+    """
+    from ..attention import attention
+
+    Z = np.asarray(Z, dtype=float)
+    return attention(Z, Z, Z, return_weights=True)[1]
+
+
 def relative_spread(Z) -> float:
     """How spread out the rows of Z are, relative to their size: ‖Z − 1 z̄ᵀ‖_F / ‖Z‖_F.
 
@@ -412,7 +463,9 @@ def seed_survey(seeds: int = 20) -> None:
     Each seed ``s`` in ``range(seeds)`` starts from six points with two features,
     ``np.random.default_rng(s).normal(size=(6, 2))``. The spread kept after L layers is
     :func:`relative_spread` after them over the input's. Printed: the seeds that keep more
-    than 1% of it after 6, 10 and 15 layers of attention alone; how many distinct points
+    than 1% of it after 6, 10 and 15 layers of attention alone; the seeds whose first layer
+    has a bound 1 − n·min_ij A_ij above 0.99 (a layer shrinks the diameter of the n points
+    by at most that factor, so a bound near 1 allows a slow collapse); how many distinct points
     seed 3 has after 15; the median and smallest spread kept with the residual connection
     Z + attention(Z) after 3, 6 and 10 layers; for seed 13, ‖Z − z̄‖ and the growth of
     ‖z̄‖ (z̄ the mean point) per layer; and whether, with the residual connection, no
@@ -429,6 +482,9 @@ def seed_survey(seeds: int = 20) -> None:
     for layers in (6, 10, 15):
         alive = [seed for seed, Z in enumerate(starts) if kept(Z, layers, False) > 0.01]
         print(f"attention only, {layers:2} layers: seeds above 1% of their spread: {alive}")
+    # Section 5's bound 1 − n·min A on how much one layer shrinks the diameter, at layer 0
+    loose = [seed for seed, Z in enumerate(starts) if 1 - len(Z) * stacked_weights(Z).min() > 0.99]
+    print(f"attention only, layer 0: bound 1 − n·min A above 0.99 for seeds {loose}")
     last = stacked_attention(starts[3], 15)[-1]
     print("seed 3 after 15 layers, distinct points:", len(np.unique(last.round(3), axis=0)))
     for layers in (3, 6, 10):

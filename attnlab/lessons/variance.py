@@ -390,6 +390,7 @@ def plot_histograms(
     scaled: bool = False,
     limit: float | None = None,
     bins: int | None = None,
+    logy: bool = False,
 ):
     """One histogram of q·k per d_k, side by side on the same x-range.
 
@@ -398,7 +399,9 @@ def plot_histograms(
     ``scaled``, where the samples are divided by √d_k first). ``bins``: the number of
     bins in every panel; by default each panel gets its own, a quarter of its theory
     standard deviation wide, so a narrow histogram is not drawn as one coarse bar.
-    Returns the figure.
+    ``logy``: a logarithmic density axis, on which rare values far from 0 (the tails)
+    show and a normal curve is a downward parabola; it reaches down to half the height
+    of a bin that holds a single sample. Returns the figure.
 
     Lesson: ``notebooks/02_variance.ipynb``.
     """
@@ -414,6 +417,8 @@ def plot_histograms(
     axs = np.atleast_1d(axs)
     x = np.linspace(-limit, limit, 400)
     what = "q·k / √d_k" if scaled else "q·k"
+    tops: list[float] = []
+    one_sample: list[float] = []
     for ax, d in zip(axs, d_ks, strict=True):
         values = samples[d] / np.sqrt(d) if scaled else samples[d]
         std = float(np.std(values, ddof=1))
@@ -439,7 +444,38 @@ def plot_histograms(
         ax.set_xlim(-limit, limit)
         top = max(float(hist.patch.get_data().values.max()), peak)
         ax.set_ylim(0, 1.3 * top)  # room for the legend above the peak
+        tops.append(top)
+        one_sample.append(1 / (values.size * (2 * limit / panel_bins)))  # density of one count
+    if logy:
+        for ax in axs:  # one y-range for every panel, so that the tails compare directly
+            ax.set_yscale("log")
+            ax.set_ylim(min(one_sample) / 2, 8 * max(tops))  # room for the legend on top
     return fig
+
+
+def normal_tail(t: float) -> float:
+    """P(|Z| > t) for a standard normal Z: erfc(t / √2), the share of a normal distribution
+    more than ``t`` standard deviations from its mean (about 6.3e-5 for t = 4).
+
+    Shapes: a float in, a float out. Lesson: ``notebooks/02_variance.ipynb`` (how far the
+    tails of a single product XY reach, against a normal distribution's).
+    """
+    import math
+
+    return math.erfc(float(t) / math.sqrt(2.0))
+
+
+def uniform_divisor(d_k: int) -> float:
+    """The number c such that q·k / c has variance 1 when the d_k entries of q and k are
+    independent and uniform on [−1, 1].
+
+    Formula: each entry has variance 2²/12 = 1/3, so Var(q·k) = σ_q² σ_k² d_k = d_k / 9
+    and c = √(d_k / 9) = √d_k / 3. Shapes: a whole number in, a float out.
+
+    Lesson: ``notebooks/02_variance.ipynb``, where the learner writes it as an exercise;
+    the lesson measures this version after the check.
+    """
+    return float(np.sqrt(d_k) / 3)
 
 
 # How three common recipes initialise a projection W of shape (d_in, d_out): name → a

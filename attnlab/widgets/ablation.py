@@ -37,6 +37,8 @@ class InitialAttention(CourseWidget):
     def __init__(self, raw: dict[int, np.ndarray], right: np.ndarray) -> None:
         self.raw, self.right = raw, right
         self.n_sequences, self.n_pairs = next(iter(raw.values())).shape
+        # Taller for more sequences, so that each row keeps its label.
+        self.figsize = (7.4, max(3.0, 1.4 + 0.15 * self.n_sequences))
         super().__init__()
 
     def make_controls(self) -> dict[str, Any]:
@@ -102,11 +104,14 @@ class InitialAttention(CourseWidget):
         self.shown = {"weights": weights, "entropy": rows_entropy, "tau": tau}
 
 
-def initial_attention(task: Any = None, n_sequences: int = 8) -> InitialAttention:
+def initial_attention(task: Any = None, n_sequences: int = 16) -> InitialAttention:
     """The untrained model's attention weights for a chosen d_k, with or without ÷√d_k.
 
     ``task``: the lesson's task (``lesson.make_task()``, the default); ``n_sequences``:
-    how many held-out sequences to show, 2 to 16. One seed's initial weights per d_k in
+    how many held-out sequences to show, 2 to 16 (with 16, the default, the readout's
+    mean largest weight and its count of saturated rows grow over d_k = 16, 64, 256 and
+    1024 without the divisor; a handful of sequences can buck that trend). One seed's
+    initial weights per d_k in
     ``INITIAL_D_KS``; nothing is trained. ``controls``: ``"d_k"`` and ``"divisor"``.
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.

@@ -77,7 +77,9 @@ class FormulaExplorer(CourseWidget):
             ax_w,
             row_labels=self.queries,
             col_labels=self.key_labels,
-            title="weights = softmax(scale · Q Kᵀ)",
+            # On one line the title is wider than the heatmap and its colour bar, and the
+            # constrained layout would clip it rather than make room.
+            title="weights =\nsoftmax(scale · Q Kᵀ)",
             vmin=0.0,
             vmax=1.0,
             annotate=n_q * n_k <= _ANNOTATE_CELLS,

@@ -7,7 +7,8 @@ lesson 04) and output ``z_i = Σ_j a_j v_j``. The output panel shades each value
 column's range [min_j V_jc, max_j V_jc]: a convex combination can never leave it, however
 sharp or flat the weights. The last panel draws the value rows as points (their first two
 features), their convex hull, and the output: the path it takes as c goes from 1/4 to 16
-runs from near the mean of the rows towards one corner.
+runs from near the mean of the rows towards one value row, or towards the segment between
+two whose keys score almost the same.
 
 Lesson: ``notebooks/05_values.ipynb``.
 """

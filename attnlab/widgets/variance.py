@@ -62,14 +62,15 @@ def _raw_limit(largest_d_k: int) -> float:
 
 
 class VarianceExplorer(CourseWidget):
-    """Left: a histogram of q·k for the d_k on the slider and the entries' distribution in
-    the dropdown. Right: what softmax makes of such scores, over ``ROW_COUNT`` rows.
+    """Left: a histogram of q·k for the d_k on the slider. Right: what softmax makes of
+    such scores, over ``ROW_COUNT`` rows.
 
-    ``samples`` maps each distribution to ``{d_k: samples}``; ``n_samples`` is the number
-    of samples per d_k, for the note under the figure. ``rows`` maps each distribution to
-    a pair ``(Q, K)``: ``ROW_COUNT`` queries of length ``max(d_ks)`` and ``ROW_KEYS`` keys,
-    of which each d_k uses the first d_k entries, so the slider changes d_k, not the rows.
-    ``shown``: ``"d_k"``, ``"dist"``, ``"raw_std"`` (measured on the samples shown),
+    ``samples`` is ``{d_k: samples}``, with entries drawn from ``dist`` (a key of
+    ``DISTRIBUTION_LABELS``); ``n_samples`` is the number of samples per d_k, for the note
+    under the figure. ``rows`` is a pair ``(Q, K)``: ``ROW_COUNT`` queries of length
+    ``max(d_ks)`` and ``ROW_KEYS`` keys, of which each d_k uses the first d_k entries, so
+    the slider changes d_k, not the rows. ``frames`` maps each d_k to what the view shows
+    there, computed once. ``shown``: ``"d_k"``, ``"raw_std"`` (measured on the samples shown),
     ``"raw"`` (the histogram's bar heights, a density on one y-axis shared by every d_k),
     ``"top_raw"`` and ``"top_scaled"`` (the largest weight of each row of
     ``softmax(q·k_j)`` and of ``softmax(q·k_j / √d_k)``, shape ``(ROW_COUNT,)``),
@@ -84,50 +85,44 @@ class VarianceExplorer(CourseWidget):
 
     def __init__(
         self,
-        samples: dict[str, dict[int, np.ndarray]],
+        samples: dict[int, np.ndarray],
         dist: str,
         n_samples: int,
-        rows: dict[str, tuple[np.ndarray, np.ndarray]],
+        rows: tuple[np.ndarray, np.ndarray],
         start: int,
     ) -> None:
         self.samples = samples
         self.dist, self.n_samples = dist, n_samples
-        self.d_ks = sorted(samples[dist])
+        self.d_ks = sorted(samples)
         self.start = start
         self.raw_limit = _raw_limit(self.d_ks[-1])
         raw_edges = np.linspace(-self.raw_limit, self.raw_limit, RAW_BINS + 1)
         # Everything the slider shows is computed here, once.
-        self.frames: dict[tuple[str, int], dict[str, Any]] = {}
-        for name, by_dk in samples.items():
-            Q, K = rows[name]
-            for d, s in by_dk.items():
-                raw_counts, _ = np.histogram(s, bins=raw_edges)
-                scores = Q[:, :d] @ K[:, :d].T  # ROW_COUNT rows of q·k_j, one per query
-                frame: dict[str, Any] = {
-                    "d_k": d,
-                    "dist": name,
-                    # A density on one shared axis: the peak drops like 1/√d_k as it widens.
-                    "raw": raw_counts / (s.size * np.diff(raw_edges)),
-                    "raw_std": float(np.std(s, ddof=1)),
-                }
-                for label, divisor in (("raw", 1.0), ("scaled", np.sqrt(d))):
-                    top = softmax(scores / divisor).max(axis=1)  # each row's largest weight
-                    counts, _ = np.histogram(np.log2(top), bins=TOP_EDGES)
-                    frame[f"top_{label}"] = top
-                    frame[f"top_hist_{label}"] = counts / top.size
-                    frame[f"median_top_{label}"] = float(np.median(top))
-                    frame[f"above_half_{label}"] = float(np.mean(top > 0.5))
-                self.frames[name, d] = frame
-        # Each distribution's left axes fit all its frames: ±1 entries at d_k = 1 put all
-        # the samples in two bins. Switching the distribution redraws the figure with its
-        # own axes (see ``refresh``).
-        self.tops = {}
-        for name in samples:
-            frames = [f for (n, _), f in self.frames.items() if n == name]
-            self.tops[name] = 1.1 * max(
-                max(float(f["raw"].max()) for f in frames),
-                1 / np.sqrt(2 * np.pi * self.d_ks[0]),
-            )
+        self.frames: dict[int, dict[str, Any]] = {}
+        Q, K = rows
+        for d, s in samples.items():
+            raw_counts, _ = np.histogram(s, bins=raw_edges)
+            scores = Q[:, :d] @ K[:, :d].T  # ROW_COUNT rows of q·k_j, one per query
+            frame: dict[str, Any] = {
+                "d_k": d,
+                # A density on one shared axis: the peak drops like 1/√d_k as it widens.
+                "raw": raw_counts / (s.size * np.diff(raw_edges)),
+                "raw_std": float(np.std(s, ddof=1)),
+            }
+            for label, divisor in (("raw", 1.0), ("scaled", np.sqrt(d))):
+                top = softmax(scores / divisor).max(axis=1)  # each row's largest weight
+                counts, _ = np.histogram(np.log2(top), bins=TOP_EDGES)
+                frame[f"top_{label}"] = top
+                frame[f"top_hist_{label}"] = counts / top.size
+                frame[f"median_top_{label}"] = float(np.median(top))
+                frame[f"above_half_{label}"] = float(np.mean(top > 0.5))
+            self.frames[d] = frame
+        # The left axes fit every frame: ±1 entries at d_k = 1 put all the samples in two
+        # tall bins, above the normal curve's peak.
+        self.top = 1.1 * max(
+            max(float(f["raw"].max()) for f in self.frames.values()),
+            1 / np.sqrt(2 * np.pi * self.d_ks[0]),
+        )
         super().__init__()
 
     def make_controls(self) -> dict[str, Any]:
@@ -137,19 +132,13 @@ class VarianceExplorer(CourseWidget):
             description="d_k",
             layout=widgets.Layout(width="420px"),
         )
-        dropdown = widgets.Dropdown(
-            options=[(DISTRIBUTION_LABELS[d], d) for d in self.samples],
-            value=self.dist,
-            description="entries",
-            layout=widgets.Layout(width="260px"),
-        )
-        return {"d_k": slider, "dist": dropdown}
+        return {"d_k": slider}
 
     def draw(self, axes: np.ndarray) -> list[Any]:
         ax_raw, ax_row = axes[0]
         first, limit = self.d_ks[0], self.raw_limit
         self.raw_hist = plots.histogram(
-            self.samples[self.dist][first],
+            self.samples[first],
             ax_raw,
             bins=RAW_BINS,
             range=(-limit, limit),
@@ -166,7 +155,7 @@ class VarianceExplorer(CourseWidget):
         )
         ax_raw.legend(loc="upper right", fontsize=8)
         ax_raw.set_xlim(-limit, limit)
-        ax_raw.set_ylim(0, self.tops[self.dist])
+        ax_raw.set_ylim(0, self.top)
         # A Rectangle spanning the axes' height, as axvspan makes it from matplotlib 3.9 on
         # (before, axvspan makes a Polygon, which has no set_x / set_width).
         self.band = ax_raw.add_patch(
@@ -221,21 +210,12 @@ class VarianceExplorer(CourseWidget):
             self.row_text,
         ]
 
-    def refresh(self) -> None:
-        # The axes are drawn for one distribution: another one gets a new figure.
-        dist = self.controls["dist"].value
-        if dist != self.dist:
-            self.dist = dist
-            self.rebuild()  # draws the axes for self.dist, then refreshes
-            return
-        super().refresh()
-
     def _normal(self, d_k: int) -> np.ndarray:
         # The normal density with standard deviation √d_k: its peak is 1 / √(2π d_k).
         return np.exp(-0.5 * self.raw_x**2 / d_k) / np.sqrt(2 * np.pi * d_k)
 
-    def update(self, d_k: int, dist: str) -> None:
-        frame = self.frames[dist, d_k]
+    def update(self, d_k: int) -> None:
+        frame = self.frames[d_k]
         self.raw_hist.patch.set_data(frame["raw"])
         self.raw_curve.set_ydata(self._normal(d_k))
         std = frame["raw_std"]
@@ -253,7 +233,7 @@ class VarianceExplorer(CourseWidget):
         self.shown = dict(frame)
         self.readout.value = (
             f"Left: {self.n_samples} dot products per d_k (entries "
-            f"{DISTRIBUTION_LABELS[dist]}, mean 0, variance 1); shaded: ± one measured "
+            f"{DISTRIBUTION_LABELS[self.dist]}, mean 0, variance 1); shaded: ± one measured "
             f"standard deviation. Right: {ROW_COUNT} fixed queries, each against the same "
             f"{ROW_KEYS} fixed keys (the first d_k entries of each vector); the largest softmax "
             f"weight of each row, from 1/{ROW_KEYS} (an even spread) to 1; dotted: 0.5. Rows "
@@ -277,9 +257,10 @@ def variance_explorer(
     powers of two 1, 2, ..., 512). ``start``: the d_k the slider starts at, one of ``d_ks``
     (default 16 if ``d_ks`` holds it, else the smallest). ``n_samples``: dot products per
     d_k (100 to 100 000).
-    ``dist``: how the entries of q and k are drawn at first, "normal", "uniform" or
-    "rademacher" (each with mean 0 and variance 1); the dropdown switches between them.
-    ``seed`` fixes the samples. ``controls``: ``"d_k"`` and ``"dist"``.
+    ``dist``: how the entries of q and k are drawn, "normal", "uniform" or "rademacher"
+    (each with mean 0 and variance 1). ``seed`` fixes the samples. ``controls``: ``"d_k"``.
+    ``frames[d_k]`` holds the numbers shown at each d_k, among them ``"median_top_raw"``
+    and ``"median_top_scaled"``, the median largest weight of the rows.
 
     The left panel keeps fixed axes, wide enough for the largest d_k and tall enough
     for the smallest: each histogram is a density, so as it widens like √d_k its peak
@@ -306,19 +287,12 @@ def variance_explorer(
         raise ValueError(
             f"dist must be one of {', '.join(map(repr, DISTRIBUTIONS))}, got {dist!r}."
         )
-    # The same seed for each distribution: the one chosen gets the samples it always had.
-    samples = {
-        name: samples_by_dk(checked, n_samples, np.random.default_rng(seed), name)
-        for name in DISTRIBUTIONS
-    }
+    samples = samples_by_dk(checked, n_samples, np.random.default_rng(seed), dist)
     # The rows come from a generator of their own, so the samples above stay the same.
     rows_rng = np.random.default_rng([seed, 1])
     longest = checked[-1]
-    rows = {
-        name: (
-            unit_components((ROW_COUNT, longest), rows_rng, name),
-            unit_components((ROW_KEYS, longest), rows_rng, name),
-        )
-        for name in DISTRIBUTIONS
-    }
+    rows = (
+        unit_components((ROW_COUNT, longest), rows_rng, dist),
+        unit_components((ROW_KEYS, longest), rows_rng, dist),
+    )
     return VarianceExplorer(samples, dist, n_samples, rows, int(start))
