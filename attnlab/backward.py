@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._inputs import as_real_array, check_scale
+from ._inputs import as_real_array, check_qkv, check_scale, compute_dtype
 from .fast import attention
 
 
@@ -48,6 +48,7 @@ def attention_backward(
     *,
     causal: bool = False,
     scale: float | None = None,
+    weights: ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gradients of scaled dot-product attention with respect to Q, K and V.
 
@@ -63,21 +64,36 @@ def attention_backward(
     Shapes: as :func:`attnlab.attention`; ``grad_out`` has the output's shape
     ``(..., n_q, d_v)``. Returns ``(dQ, dK, dV)`` with the shapes of Q, K and V
     (gradients of broadcast inputs are summed over the broadcast dimensions).
+    ``weights``: the P that a forward pass on the same inputs returned
+    (``attention(..., return_weights=True)``), to save computing it again; the mask, if
+    any, is already in it.
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
-    out, P = attention(Q, K, V, mask, causal=causal, scale=scale, return_weights=True)
+    if weights is None:
+        out, P = attention(Q, K, V, mask, causal=causal, scale=scale, return_weights=True)
+        out_shape, out_dtype = out.shape, out.dtype
+    else:
+        Q, K, V, batch = check_qkv(Q, K, V)
+        P = as_real_array(weights, "weights")
+        out_shape = (*batch, Q.shape[-2], V.shape[-1])
+        if P.shape != (*batch, Q.shape[-2], K.shape[-2]):
+            raise ValueError(
+                f"weights has shape {P.shape}, but attention on these Q, K and V gives "
+                f"weights of shape {(*batch, Q.shape[-2], K.shape[-2])}."
+            )
+        out_dtype = compute_dtype(Q, K, V)[1]
     Q, K, V = (as_real_array(a, n) for a, n in ((Q, "Q"), (K, "K"), (V, "V")))
     G = as_real_array(grad_out, "grad_out")
-    if G.shape != out.shape:
-        raise ValueError(f"grad_out has shape {G.shape} but the output has shape {out.shape}.")
+    if G.shape != out_shape:
+        raise ValueError(f"grad_out has shape {G.shape} but the output has shape {out_shape}.")
     scale = check_scale(scale, Q.shape[-1])
     dV = np.swapaxes(P, -1, -2) @ G
     dS = softmax_backward(P, G @ np.swapaxes(V, -1, -2))
     dQ = scale * (dS @ K)
     dK = scale * (np.swapaxes(dS, -1, -2) @ Q)
     return (
-        _sum_to_shape(dQ, Q.shape).astype(out.dtype, copy=False),
-        _sum_to_shape(dK, K.shape).astype(out.dtype, copy=False),
-        _sum_to_shape(dV, V.shape).astype(out.dtype, copy=False),
+        _sum_to_shape(dQ, Q.shape).astype(out_dtype, copy=False),
+        _sum_to_shape(dK, K.shape).astype(out_dtype, copy=False),
+        _sum_to_shape(dV, V.shape).astype(out_dtype, copy=False),
     )

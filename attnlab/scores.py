@@ -54,6 +54,14 @@ def scaled_scores(Q: ArrayLike, K: ArrayLike, scale: float | None = None) -> np.
         return (A @ _keys_t(B)).astype(out, copy=False)
 
 
+def _largest_magnitude(X: np.ndarray) -> float:
+    """max |x| over X (0 for an empty X), from its largest and smallest entries: no array
+    of absolute values is made."""
+    if X.size == 0:
+        return 0.0
+    return float(max(np.max(X), -np.min(X)))
+
+
 def overflow_free_factors(
     Q: np.ndarray, K: np.ndarray, scale: float, work: np.dtype
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -66,8 +74,7 @@ def overflow_free_factors(
     """
     d_k = max(Q.shape[-1], 1)
     limit = float(np.finfo(work).max) / (4.0 * d_k)
-    q_max = float(np.max(np.abs(Q), initial=0.0))
-    k_max = float(np.max(np.abs(K), initial=0.0))
+    q_max, k_max = _largest_magnitude(Q), _largest_magnitude(K)
     with np.errstate(all="ignore"):
         if q_max * k_max * abs(scale) < limit:
             A = Q.astype(work, copy=True)

@@ -9,6 +9,7 @@ from attnlab import (
     attention,
     attention_backward,
     causal_mask,
+    fast,
     multi_head_attention,
     softmax,
     softmax_backward,
@@ -66,6 +67,31 @@ def test_attention_backward_checks_grad_shape(rng):
     Q, K, V = rng.normal(size=(4, 3)), rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
     with pytest.raises(ValueError, match="grad_out has shape"):
         attention_backward(Q, K, V, np.ones((4, 3)))
+
+
+@pytest.mark.parametrize("case", ["plain", "mask", "broadcast", "float32"])
+def test_attention_backward_reuses_the_forward_weights_exactly(rng, case):
+    # Training passes the weights of its forward pass (the tuned attention, which the
+    # backward pass also uses) rather than computing them twice: the very same numbers.
+    batch_k = (1,) if case == "broadcast" else (2,)
+    dtype = np.float32 if case == "float32" else np.float64
+    Q = rng.normal(size=(2, 4, 3)).astype(dtype)
+    K = rng.normal(size=(*batch_k, 5, 3)).astype(dtype)
+    V = rng.normal(size=(*batch_k, 5, 2)).astype(dtype)
+    G = rng.normal(size=(2, 4, 2)).astype(dtype)
+    mask = rng.random((4, 5)) < 0.6 if case == "mask" else None
+    out, P = fast.attention(Q, K, V, mask, return_weights=True)
+    again = attention_backward(Q, K, V, G, mask)
+    reused = attention_backward(Q, K, V, G, weights=P)
+    for a, b in zip(again, reused, strict=True):
+        assert a.dtype == b.dtype == out.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+def test_attention_backward_checks_the_weights_shape(rng):
+    Q, K, V = rng.normal(size=(4, 3)), rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
+    with pytest.raises(ValueError, match="weights has shape"):
+        attention_backward(Q, K, V, np.ones((4, 2)), weights=np.ones((5, 4)))
 
 
 def weights(rng, d_model, h, h_kv, d_head):

@@ -73,8 +73,8 @@ def test_gradient_check_reports_small_errors_and_catches_a_wrong_gradient(tiny, 
     # A backward pass that forgets the scale on ∂L/∂Q must be caught.
     real = retrieval.attention_backward
 
-    def wrong(Q, K, V, grad_out, scale=None):
-        dQ, dK, dV = real(Q, K, V, grad_out, scale=scale)
+    def wrong(Q, K, V, grad_out, scale=None, weights=None):
+        dQ, dK, dV = real(Q, K, V, grad_out, scale=scale, weights=weights)
         return dQ / scale, dK, dV
 
     monkeypatch.setattr(retrieval, "attention_backward", wrong)
@@ -441,19 +441,43 @@ def test_each_twin_claim_can_hold_and_fail(twins):
         assert not lesson.twin_claims(broken)[index].holds, index
 
 
-def test_learning_rate_sweep_and_its_claim(capsys):
+def test_learning_rate_sweep_and_its_claims(capsys):
     task = lesson.make_task()
-    sweep = lesson.lr_sweep(task, d_ks=(16,), lrs=(0.01, 0.03), seeds=(0, 1), steps=20)
+    kw = dict(d_ks=(16,), seeds=(0, 1), steps=20)
+    sweep = lesson.lr_sweep(task, lrs=(0.01, 0.03), **kw)
     assert set(sweep) == {(16, "√d_k"), (16, "1")}
-    assert sweep[(16, "1")].shape == (2, 2)
+    assert list(sweep[(16, "1")]) == [0.01, 0.03] and sweep[(16, "1")][0.03].shape == (2,)
     run = lesson.train_divisors(task, 16, ("1",), seeds=(0, 1), steps=20, lr=0.03)["1"]
-    np.testing.assert_allclose(sweep[(16, "1")][1], lesson.mean_accuracy(run))
-    lesson.print_sweep(sweep, (0.01, 0.03))
-    assert capsys.readouterr().out.count("\n") == 3
-    good = {(16, "√d_k"): np.full((2, 2), 0.9), (16, "1"): np.full((2, 2), 0.7)}
-    assert lesson.sweep_claims(good)[0].holds
-    close = {**good, (16, "1"): np.full((2, 2), 0.85)}
-    assert not lesson.sweep_claims(close)[0].holds
+    np.testing.assert_allclose(sweep[(16, "1")][0.03], lesson.mean_accuracy(run))
+    # A grid per divisor; runs at the lesson's rate are taken from the ablation's.
+    ablation = lesson.run_ablation(task, divisors=("√d_k", "1"), **kw)
+    fake = {k: _with(r, accuracy=np.full_like(r.accuracy, 0.5)) for k, r in ablation.items()}
+    grids = lesson.lr_sweep(task, lrs={"√d_k": (0.01,), "1": (0.003, 0.01)}, reuse=fake, **kw)
+    assert list(grids[(16, "√d_k")]) == [0.01] and list(grids[(16, "1")]) == [0.003, 0.01]
+    np.testing.assert_allclose(grids[(16, "1")][0.01], 0.5)
+    assert not np.allclose(grids[(16, "1")][0.003], 0.5)
+    lesson.print_sweep(grids)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and "lr 0.003" in out[0] and out[1].split()[2] == "-"
+
+    def faked(means):  # (d_k, divisor) → {lr: mean accuracy}
+        return {k: {lr: np.full(2, m) for lr, m in v.items()} for k, v in means.items()}
+
+    good = {
+        (64, "√d_k"): {0.01: 0.91, 0.03: 0.93},
+        (64, "1"): {0.003: 0.7, 0.01: 0.8},
+        (256, "√d_k"): {0.01: 0.92, 0.03: 0.9},
+        (256, "1"): {0.003: 0.7, 0.01: 0.68},
+    }
+    assert [c.holds for c in lesson.sweep_claims(faked(good))] == [True, True]
+    for change, index in [
+        ({(64, "1"): {0.003: 0.7, 0.01: 0.86}}, 0),
+        ({(64, "√d_k"): {0.01: 0.93, 0.03: 0.92}}, 1),
+        ({(256, "√d_k"): {0.01: 0.92, 0.03: 0.925}}, 1),
+    ]:
+        assert not lesson.sweep_claims(faked({**good, **change}))[index].holds, index
+    # With one grid for both divisors at one d_k, only the first claim is made.
+    assert len(lesson.sweep_claims(sweep)) == 1
 
 
 def test_initialisation_gaps_and_their_claims(twins, capsys):
@@ -486,45 +510,76 @@ def test_saturation_after_starts_where_start_of_training_does_and_grows_without_
         start = lesson.start_of_training(task, 256, "1", init_gain=gain)["saturated"]
         assert share["start"] == start
         assert share["after"] > max(share["start"], 0.5)
+        assert 0.0 < share["saturated_right"] < 1.0 and 0.0 < share["right"] < 1.0
     scaled = lesson.saturation_after(task, 256, "√d_k", steps=10)
     assert scaled["start"] == 0.0 and scaled["after"] < 0.2
+    # The scaled model finds the right pair first.
+    assert scaled["right"] > lesson.saturation_after(task, 256, "1", steps=10)["right"]
 
 
-def test_width_ablation_trains_one_task_per_width_and_its_claims_can_fail(capsys):
-    widths = lesson.width_ablation(d_k=16, d_models=(8, 32), seeds=(0, 1), steps=30)
-    assert list(widths) == [(8, "√d_k"), (8, "1"), (32, "√d_k"), (32, "1")]
-    # d_model = 32 is the lesson's own task: the same runs as the main ablation's.
-    same = lesson.train(lesson.make_task(), 16, "1", seeds=(0, 1), steps=30)
-    np.testing.assert_array_equal(widths[(32, "1")].loss, same.loss)
+def test_saturation_after_counts_right_rows_by_the_query_key():
+    task = lesson.make_task()
+    share = lesson.saturation_after(task, 16, "1", steps=0, seeds=(0,), size=64)
+    params = lesson.init_params(task, 16, (0,))
+    batch = lesson.evaluation_batch(task, 1, 64, seed=99)
+    w = lesson.forward(params, task, batch, 1.0).weights[..., 0, :]
+    right = w.argmax(axis=-1) == np.argmax(batch.keys == batch.query[..., None], axis=-1)
+    full = w.max(axis=-1) > 0.99
+    assert share["right"] == right.mean() and share["saturated_right"] == right[full].mean()
+    assert np.isnan(lesson.saturation_after(task, 16, "√d_k", 0, (0,), 64)["saturated_right"])
+
+
+def test_width_ablation_reuses_the_narrow_runs_and_its_claims_can_fail(capsys):
+    task = lesson.make_task(d_model=8)
+    kw = dict(d_k=16, seeds=(0, 1), steps=30)
+    widths = lesson.width_ablation(task, wide=32, lrs=(0.01, 0.003), **kw)
+    assert list(widths) == [
+        (8, 0.01, "√d_k"),
+        (8, 0.01, "1"),
+        (32, 0.01, "√d_k"),
+        (32, 0.01, "1"),
+        (32, 0.003, "√d_k"),
+        (32, 0.003, "1"),
+    ]
+    # The wide model is the lesson's own task at d_model = 32: the same runs.
+    same = lesson.train(lesson.make_task(), 16, "1", seeds=(0, 1), steps=30, lr=0.003)
+    np.testing.assert_array_equal(widths[(32, 0.003, "1")].loss, same.loss)
+    # The narrow runs come from the ablation's runs where they are given.
+    ablation = lesson.run_ablation(task, d_ks=(16,), divisors=("√d_k", "1"), seeds=(0, 1), steps=30)
+    again = lesson.width_ablation(task, ablation, wide=32, lrs=(0.003,), **kw)
+    assert again[(8, 0.01, "1")] is ablation[(16, "1")]
     lesson.print_widths(widths)
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 + 4 and "steps to 90%" in lines[0]
+    assert len(lines) == 2 + 6 and "steps to 90%" in lines[0] and "0.003" in lines[-1]
 
     def faked(auc, final, steps_in):
         out = {}
-        for (d_model, divisor), run in widths.items():
-            accuracy = np.full_like(run.accuracy, auc[(d_model, divisor)])
-            accuracy[:, steps_in[(d_model, divisor)] :] = 1.0  # reaches 90% there
-            accuracy[:, : steps_in[(d_model, divisor)]] = 0.0
-            out[(d_model, divisor)] = _with(
+        for key, run in widths.items():
+            accuracy = np.full_like(run.accuracy, 0.0)
+            accuracy[:, steps_in[key] :] = 1.0  # reaches 90% there
+            accuracy += auc[key] - accuracy.mean(axis=1, keepdims=True)
+            out[key] = _with(
                 run,
                 accuracy=accuracy,
-                final_accuracy=np.full_like(run.final_accuracy, final[(d_model, divisor)]),
+                final_accuracy=np.full_like(run.final_accuracy, final[key]),
             )
         return out
 
-    steps_in = {(8, "√d_k"): 15, (8, "1"): 20, (32, "√d_k"): 5, (32, "1"): 20}
-    final = {(8, "√d_k"): 1.0, (8, "1"): 0.99, (32, "√d_k"): 1.0, (32, "1"): 0.9}
-    auc = dict.fromkeys(widths, 0.0)
+    keys = list(widths)
+    auc = dict(zip(keys, (0.9, 0.8, 0.9, 0.5, 0.9, 0.8), strict=True))
+    final = dict(zip(keys, (1.0, 0.97, 0.94, 0.6, 1.0, 0.96), strict=True))
+    steps_in = dict(zip(keys, (5, 15, 5, 25, 5, 15), strict=True))
     good = faked(auc, final, steps_in)
     assert all(c.holds for c in lesson.width_claims(good))
-    for change, final_change, index in [
-        ({(32, "1"): 5}, {}, 0),
-        ({(32, "√d_k"): 15}, {}, 1),
-        ({}, {(32, "1"): 0.97}, 2),
-        ({}, {(8, "1"): 0.9}, 2),
+    for auc_change, final_change, steps_change, index in [
+        ({(32, 0.01, "1"): 0.75}, {}, {}, 0),
+        ({}, {}, {(32, 0.003, "1"): 4}, 1),
+        ({(32, 0.003, "1"): 0.88}, {}, {}, 2),
+        ({(8, 0.01, "1"): 0.6}, {}, {}, 2),
     ]:
-        broken = faked(auc, {**final, **final_change}, {**steps_in, **change})
+        broken = faked(
+            {**auc, **auc_change}, {**final, **final_change}, {**steps_in, **steps_change}
+        )
         assert not lesson.width_claims(broken)[index].holds, index
 
 
@@ -542,8 +597,49 @@ def test_attention_maps_before_and_after_training():
     assert len(found) == 4 and found[2].holds
     wrong = dataclasses.replace(maps, right=(maps.right + 1) % task.n_pairs)
     assert not lesson.map_claims(wrong)[2].holds and not lesson.map_claims(wrong)[3].holds
-    fig = lesson.plot_attention_maps(maps)
-    assert len(fig.axes) == 4 + 1  # four panels and the colour bar
+
+
+def test_attention_maps_keep_the_weights_along_the_way():
+    task = lesson.make_task()
+    maps = lesson.attention_maps(task, d_k=64, n_sequences=6, steps=30, keep=(0, 5, 20))
+    assert sorted(maps.steps) == [0, 5, 20, 30]
+    for d in ("√d_k", "1"):
+        np.testing.assert_array_equal(maps.steps[0][d], maps.start[d])
+        np.testing.assert_array_equal(maps.steps[30][d], maps.end[d])
+    # The weights after 20 steps are those of a run that stops there.
+    short = lesson.attention_maps(task, d_k=64, n_sequences=6, steps=20)
+    np.testing.assert_allclose(maps.steps[20]["√d_k"], short.end["√d_k"])
+    # With step 20 kept, a claim about it joins in, third.
+    found = lesson.map_claims(maps)
+    assert len(found) == 5 and "after 20 steps" in found[2].text
+    onehot = np.eye(task.n_pairs)
+    right, wrong = onehot[maps.right], onehot[(maps.right + 1) % task.n_pairs]
+    for scaled, unscaled, holds in [
+        (right, wrong, True),
+        (right, right, False),
+        (wrong, wrong, False),
+    ]:
+        early = dataclasses.replace(maps, steps={**maps.steps, 20: {"√d_k": scaled, "1": unscaled}})
+        assert lesson.map_claims(early)[2].holds == holds
+    with pytest.raises(ValueError, match="keep must hold step counts"):
+        lesson.attention_maps(task, d_k=64, steps=10, keep=(11,))
+
+
+def test_a_nudge_grows_without_scaling_and_stays_small_with_it():
+    task = lesson.make_task()
+    growth = lesson.nudge_growth(task, d_k=256, steps=100)
+    assert set(growth) == {"√d_k", "1"} and growth["1"].shape == (100,)
+    assert growth["√d_k"].max() < 1e-8 < 0.1 < growth["1"].max()
+    found = lesson.nudge_claims(growth)
+    assert [c.holds for c in found] == [True, True] and "in all 100 steps" in found[1].text
+    flat = {"√d_k": growth["√d_k"], "1": np.full(100, 1e-9)}
+    assert not lesson.nudge_claims(flat)[0].holds
+    assert not lesson.nudge_claims({**growth, "√d_k": growth["1"]})[1].holds
+    # Without a nudge the two copies of a run are the same, to the last bit.
+    same = lesson.nudge_growth(task, d_k=16, steps=5, nudge=0.0)
+    assert not any(v.any() for v in same.values())
+    fig = lesson.plot_nudge_growth(growth)
+    assert len(fig.axes[0].lines) == 2 + 1  # two runs and the size of the nudge
     matplotlib.pyplot.close("all")
 
 
@@ -786,6 +882,7 @@ grad_q = solutions.attention_grad_q  # not the course's own: the checker refuses
             lambda Q, K, V, G, s: s * (attnlab.softmax(s * Q @ K.T) * (G @ V.T)) @ K,
             "stops at P ⊙ ∂L/∂P",
         ),
+        (lambda Q, K, V, G, s: G @ V.T @ K, "skipped both the softmax step and the factor"),
     ],
 )
 def test_attention_grad_q_names_new_mistakes(answer, phrase):

@@ -238,3 +238,23 @@ def test_a_key_at_a_right_angle_reads_zero_not_minus_zero():
     message = check("best_key", at_right_angle).message
     assert "90° away from q, so cos θ = 0.000 and its score is 0." in message
     assert "-0.000" not in message and "e-1" not in message
+
+
+def test_scores_scaled_by_one_factor_get_the_factor_named():
+    def by_root_d(x_new, K_cache, W_Q, W_K):  # √d, the embedding size, for √d_k
+        return solutions.new_token_scores(x_new, K_cache, W_Q, W_K) / np.sqrt(len(x_new))
+
+    root_d = check("new_token_scores", by_root_d)
+    assert not root_d and "0.577 (1/√3) times the right one" in root_d.message
+    assert "raw dot products" in root_d.message
+
+    def halved(x_new, K_cache, W_Q, W_K):
+        return solutions.new_token_scores(x_new, K_cache, W_Q, W_K) / 2
+
+    half = check("new_token_scores", halved).message
+    assert "0.5 times the right one" in half and "√" not in half.split("times")[0]
+
+    def by_root_d_k(x_new, K_cache, W_Q, W_K):  # the named mistake wins over the hint
+        return solutions.new_token_scores(x_new, K_cache, W_Q, W_K) / np.sqrt(W_Q.shape[1])
+
+    assert "You divided by √d_k already" in check("new_token_scores", by_root_d_k).message

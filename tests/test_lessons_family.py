@@ -396,7 +396,7 @@ def test_index_hint_is_added_only_where_an_exercise_gives_one():
 
 def feedback_texts(exercise):
     checker = get_exercise(exercise).checker
-    hints = [checker.shape_hint, checker.index_hint]
+    hints = [checker.shape_hint, checker.index_hint, getattr(checker, "whole_numbers_hint", "")]
     return [m.message for m in checker.mistakes] + [h for h in hints if h]
 
 
@@ -739,3 +739,42 @@ def test_relative_bias_of_the_wrong_shape_gets_the_broadcasting_question(answer)
     assert not result.passed
     assert "but the result should have shape (3, 3)" in result.message
     assert get_exercise("relative_bias").checker.shape_hint in result.message
+
+
+def _relative_bias_in_an_int_array(n, table):
+    i = np.arange(n)
+    B = np.zeros((n, n), dtype=int)  # filled with fractions: each one truncated toward 0
+    B[:] = table[i[:, None] - i[None, :] + n - 1]
+    return B
+
+
+def _alibi_in_zeros_like_the_distances(n, H):
+    i = np.arange(n)
+    distance = np.abs(i[:, None] - i[None, :])  # whole numbers: an integer array
+    B = np.zeros_like(distance, shape=(H, n, n))
+    for h in range(H):
+        B[h] = -(2.0 ** (-8 * (h + 1) / H)) * distance
+    return B
+
+
+@pytest.mark.parametrize(
+    ("exercise", "answer"),
+    [
+        ("relative_bias", _relative_bias_in_an_int_array),
+        ("relative_bias", lambda n, table: solutions.relative_bias(n, table).astype(int)),
+        ("alibi_biases", _alibi_in_zeros_like_the_distances),
+        ("alibi_biases", lambda n, H: solutions.alibi_biases(n, H).astype(np.int32)),
+    ],
+)
+def test_biases_stored_in_an_integer_array_are_named_not_called_a_placeholder(exercise, answer):
+    result = check(exercise, answer)
+    assert not result.passed
+    assert result.message.startswith("Your result holds only whole numbers"), result.message
+    assert "what is its dtype?" in result.message
+    assert "placeholder" not in result.message
+
+
+def test_a_float_placeholder_of_zeros_is_still_called_one():
+    result = check("alibi_biases", lambda n, H: np.zeros((H, n, n)))
+    assert not result.passed
+    assert "placeholder" in result.message and "whole numbers" not in result.message

@@ -374,6 +374,12 @@ def _gqa_scaled_twice(Q, K, V):
     return attnlab.attention(Q / np.sqrt(Q.shape[-1]), K, V)  # attention scales again
 
 
+def _gqa_causal(Q, K, V):
+    group = Q.shape[-3] // K.shape[-3]
+    K, V = np.repeat(K, group, axis=-3), np.repeat(V, group, axis=-3)
+    return attnlab.attention(Q, K, V, causal=True)  # a mask by habit
+
+
 GQA_MISTAKES = [
     (_gqa_group_averages_its_queries, "each query head keeps its own queries"),
     (_gqa_scaled_twice, "√d_k twice"),
@@ -383,6 +389,7 @@ GQA_MISTAKES = [
     (lambda Q, K, V: attnlab.attention(Q, K, V), "How many copies"),
     (lambda Q, K, V: gqa_loop(Q, K, V)[..., :-1, :, :], "one output per query head"),
     (_gqa_head_4_reads_head_0, "Query heads 0, 1, 2, 3, 5 are right, but head 4 is not"),
+    (_gqa_causal, "as with a causal mask"),
 ]
 
 
@@ -401,6 +408,30 @@ def test_values_left_with_h_kv_heads_get_their_own_hint(answer):
     message = check("grouped_query_attention", answer).message
     assert "your values still have only H_kv heads" in message, message
     assert "Which of the two does NumPy's error name?" not in message
+
+
+def test_an_unnamed_grouped_query_slip_is_shown_the_first_wrong_head():
+    def scaled_by_keys(Q, K, V):  # √n_k, the number of keys, instead of √d_k
+        group = Q.shape[-3] // K.shape[-3]
+        K, V = np.repeat(K, group, axis=-3), np.repeat(V, group, axis=-3)
+        return attnlab.softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-2])) @ V
+
+    message = check("grouped_query_attention", scaled_by_keys).message
+    assert "in every query head. For query head 0, the output should be" in message, message
+    assert "and yours is" in message and "what are its scores divided by" in message
+    # Only that head's numbers: the exercise still prints no whole arrays.
+    assert "returned," not in message and "Expected" not in message
+
+
+def test_a_slip_in_one_sequence_names_the_sequence_of_the_wrong_head():
+    def second_sequence_off(Q, K, V):
+        out = gqa_loop(Q, K, V).copy()
+        if Q.ndim == 4:
+            out[1] += 1.0  # every head of sequence 1
+        return out
+
+    message = check("grouped_query_attention", second_sequence_off).message
+    assert "For query head 0 of sequence 1, the output should be" in message, message
 
 
 def test_keys_and_values_both_left_alone_keep_the_general_hint():
@@ -545,6 +576,10 @@ MASK_MISTAKES = [
     (
         lambda lengths, n: _real(lengths, n)[:, None, :] & ~attnlab.causal_mask(n),
         "lets only the future through",
+    ),
+    (
+        lambda lengths, n: _real(lengths, n)[:, None, :] & np.tri(n, k=1, dtype=bool),
+        "one diagonal too far",
     ),
     (
         lambda lengths, n: np.where(solutions.padding_causal_mask(lengths, n), 0.0, -np.inf),

@@ -165,6 +165,18 @@ def test_sdpa_backends_math_runs_everything():
     assert "math" in found["plain"]
 
 
+def test_sdpa_choice_names_a_backend_that_can_run_the_call(monkeypatch):
+    torch = pytest.importorskip("torch")
+    x = torch.ones(1, 4, 2)
+    call = {"query": x, "key": x, "value": x}
+    picked = in_practice.sdpa_choice(call)
+    if picked is not None:  # the private function exists in this version
+        assert picked in in_practice.sdpa_backends({"plain": call})["plain"]
+    # Where PyTorch has no such function, the answer is None, not an error.
+    monkeypatch.delattr(torch, "_fused_sdp_choice", raising=False)
+    assert in_practice.sdpa_choice(call) is None
+
+
 def quadratic_answer(Q, K, V):
     A = ex.elu_feature(Q) @ ex.elu_feature(K).T
     return A / A.sum(axis=1, keepdims=True) @ V
@@ -403,6 +415,28 @@ def test_each_sdpa_slip_is_named(mistake):
     assert result.message.startswith(mistake.message), result.message
 
 
+@pytest.mark.parametrize("own_causal", ["consistent", "inverted too", "none"])
+def test_a_bool_mask_read_as_ignore_is_named_whatever_the_causal_path(own_causal):
+    # nn.MultiheadAttention's reading, True = ignore. Its own causal mask may follow the
+    # same reading (True above the diagonal: then that case is right), be PyTorch's and so
+    # come out inverted too, or be missing; the inverted bool mask is named in every case.
+    def mha_style(q, k, attn_mask=None, is_causal=False, scale=None):
+        S = q @ np.swapaxes(k, -1, -2) * (q.shape[-1] ** -0.5 if scale is None else scale)
+        if is_causal and own_causal == "consistent":
+            attn_mask = np.triu(np.ones(S.shape[-2:], dtype=bool), k=1)  # True = ignore
+        elif is_causal and own_causal == "inverted too":
+            attn_mask = attnlab.causal_mask(*S.shape[-2:])
+        if attn_mask is not None and attn_mask.dtype == bool:
+            S = np.where(attn_mask, -np.inf, S)
+        elif attn_mask is not None:
+            S = S + attn_mask
+        return attnlab.softmax(S)
+
+    result = check("sdpa_weights", mha_style)
+    assert not result.passed
+    assert result.message.startswith(ex.SDPA_MISTAKES[0].message), result.message
+
+
 def test_sdpa_weights_with_k_T_or_a_missing_option_gets_a_specific_hint():
     def k_t(q, k, attn_mask=None, is_causal=False, scale=None):
         return attnlab.softmax(q @ k.T)
@@ -425,15 +459,98 @@ def test_causal_linear_attention_references_agree(rng):
     assert check("causal_linear_attention", solutions.causal_linear_attention).passed
 
 
-def test_causal_linear_attention_with_prefix_sums_passes():
-    # The running sums as cumulative sums, all tokens at once: another right answer.
-    def prefix(Q, K, V):
-        fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
-        S = np.cumsum(fk[:, :, None] * V[:, None, :], axis=0)  # (n, d_k, d_v)
-        z = np.cumsum(fk, axis=0)
-        return np.einsum("nk,nkv->nv", fq, S) / np.einsum("nk,nk->n", fq, z)[:, None]
+def _prefix_sums(Q, K, V):
+    # The running sums as cumulative sums, all tokens at once: right numbers, but a
+    # (d_k, d_v) state for every token.
+    fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+    S = np.cumsum(fk[:, :, None] * V[:, None, :], axis=0)  # (n, d_k, d_v)
+    z = np.cumsum(fk, axis=0)
+    return np.einsum("nk,nkv->nv", fq, S) / np.einsum("nk,nk->n", fq, z)[:, None]
 
-    assert check("causal_linear_attention", prefix).passed
+
+def _every_state(Q, K, V):
+    # The recurrence, with every S_i kept in a list.
+    fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+    S, z, kept, out = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1]), [], []
+    for i in range(len(Q)):
+        S, z = S + np.outer(fk[i], V[i]), z + fk[i]
+        kept.append(S)
+        out.append(fq[i] @ S / (fq[i] @ z))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("answer", [_prefix_sums, _every_state])
+def test_a_state_kept_for_every_token_fails_on_memory(answer):
+    result = check("causal_linear_attention", answer)
+    assert not result.passed
+    message = result.message
+    assert "right numbers" in message and "never forms an (n, n) array" in message
+    assert "keep a matrix per token" in message and message.rstrip().endswith("?")
+    assert f"{ex.STATE_N} tokens with d_k = d_v = {ex.STATE_D}" in message
+
+
+def test_the_state_stage_leaves_room_on_both_sides():
+    # One (d_k, d_v) matrix per token is at least twice the limit; the recurrence at that
+    # size, copies of its inputs included, needs under a third of it.
+    from attnlab.memory import measured_peak
+
+    assert ex.STATE_N * ex.STATE_D**2 * 8 >= 2 * ex.MEMORY_LIMIT
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.normal(size=(ex.STATE_N, ex.STATE_D)) for _ in range(3))
+    for answer in (solutions.causal_linear_attention, in_practice.causal_linear_attention):
+        _, peak = measured_peak(lambda: answer(Q.copy(), K.copy(), V.copy()))  # noqa: B023
+        assert peak < ex.MEMORY_LIMIT / 3
+
+
+def _pair_by_pair(causal):
+    # Right numbers, each pair scored on its own in Python: quadratic work.
+    def answer(Q, K, V):
+        fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+        out = np.zeros((len(Q), V.shape[1]))
+        for i in range(len(Q)):
+            num, den = np.zeros(V.shape[1]), 0.0
+            for j in range(i + 1 if causal else len(K)):
+                w = fq[i] @ fk[j]
+                num, den = num + w * V[j], den + w
+            out[i] = num / den
+        return out
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("exercise", "causal", "count"),
+    [("linear_attention", False, "4 million"), ("causal_linear_attention", True, "2 million")],
+)
+def test_work_per_pair_that_runs_out_of_time_is_told_so(exercise, causal, count):
+    message = check(exercise, _pair_by_pair(causal), timeout=0.5).message
+    assert "right numbers on the small inputs" in message and "time limit of 0.5 s" in message
+    assert "one at a time" in message or "one j at a time" in message
+    assert count in message and "endless loop" not in message
+    assert message.rstrip().endswith("?")
+
+
+def test_a_slow_state_update_still_passes_with_a_question():
+    # The recurrence with S updated entry by entry: right, and its state is fixed, but too
+    # slow for the d = 64 stage. It passes, with a question about whole-array operations.
+    # (Entry by entry only at that size, so that the other inputs take no time at all.)
+    def entry_by_entry(Q, K, V):
+        if K.shape[1] < ex.STATE_D:
+            return solutions.causal_linear_attention(Q, K, V)
+        fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+        S, z = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1])
+        out = np.empty((len(Q), V.shape[1]))
+        for i in range(len(Q)):
+            for a in range(K.shape[1]):
+                z[a] += fk[i, a]
+                for b in range(V.shape[1]):
+                    S[a, b] += fk[i, a] * V[i, b]
+            out[i] = fq[i] @ S / (fq[i] @ z)
+        return out
+
+    result = check("causal_linear_attention", entry_by_entry, timeout=1.0)
+    assert result.passed, result.message
+    assert "could not be measured" in result.message and "one entry at a time" in result.message
 
 
 @pytest.mark.parametrize("mistake", ex.CAUSAL_MISTAKES, ids=lambda m: m.message[:30])
@@ -457,6 +574,7 @@ def test_the_recurrence_passes_and_its_memory_is_named():
     result = check("causal_linear_attention", solutions.causal_linear_attention)
     assert result.passed, result.message
     assert "memory stays linear" in result.message
+    assert "state does not grow with the tokens" in result.message
 
 
 def test_reading_before_the_update_with_a_guard_is_named():

@@ -312,6 +312,60 @@ def test_a_correct_search_in_too_narrow_an_interval_is_told_to_widen_it():
     assert "-0.000" not in message
 
 
+def _linear_bisection(scores, target, low, high, wrong_way=False):
+    for _ in range(80):
+        tau = (low + high) / 2
+        too_sharp = lesson.entropy(attnlab.softmax(scores / tau)) < target
+        if too_sharp != wrong_way:
+            low = tau
+        else:
+            high = tau
+    return (low + high) / 2
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "side"), [(0.01, 1.0, "above"), (1.0, 10.0, "below"), (10.0, 100.0, "below")]
+)
+def test_a_right_search_in_an_interval_that_misses_the_answer_is_told_where_it_is(low, high, side):
+    # The test inputs need τ of 0.07 to 5: each interval misses one of them, whatever its ends.
+    message = check(
+        "temperature_for_entropy", lambda s, t: _linear_bisection(s, t, low, high)
+    ).message
+    assert f"outside your interval, {side} it" in message, message
+    assert "wrong way" not in message
+
+
+@pytest.mark.parametrize(("low", "high"), [(0.01, 1.0), (1.0, 10.0), (10.0, 100.0), (1e-3, 1e3)])
+def test_a_search_that_moves_the_wrong_way_is_told_so_whatever_its_interval(low, high):
+    def reversed_search(s, t):
+        return _linear_bisection(s, t, low, high, wrong_way=True)
+
+    message = check("temperature_for_entropy", reversed_search).message
+    assert "one end of your search interval" in message and "wrong way" in message, message
+    assert "outside your interval" not in message
+
+
+def test_a_fixed_rule_is_told_its_temperature_ignores_the_target():
+    message = check("temperature_for_entropy", lambda s, t: float(np.sqrt(len(s)))).message
+    assert "for the target 1 and for 0.5 too" in message, message
+
+
+def test_a_search_that_cannot_be_run_again_gets_both_readings_of_a_round_number():
+    # Right on the first input only for that input's target; raises on any other.
+    def picky(scores, target):
+        if target != 1.0:
+            raise ValueError("only target 1")
+        return 10.0
+
+    inputs = exercise.temperature_cases()[0].inputs
+    token = exercise._ANSWER.set((picky, "temperature_for_entropy", 1.0))
+    try:
+        message = exercise._temperature_hint(10.0, 2.0, inputs)
+    finally:
+        exercise._ANSWER.reset(token)
+    assert "Either the right τ lies outside your interval" in message and "wrong way" in message
+
+
 def test_temperature_feedback_spots_the_target_returned():
     message = check("temperature_for_entropy", lambda scores, target: target).message
     assert "target entropy itself" in message
@@ -416,10 +470,16 @@ def test_temperature_for_entropy_is_registered_for_lesson_03_with_its_solution()
 
 def test_the_gradient_at_the_query_keeps_its_size_only_with_the_divisor():
     d_ks = (16, 64, 256, 1024)
-    raw, scaled = lesson.query_gradient_norms(d_ks, n_rows=400)
-    assert raw.shape == scaled.shape == (4,)
+    norms = lesson.query_gradient_norms(d_ks, n_rows=400)
+    assert norms.shape == (3, 4)
+    raw, scaled, linear = norms
     assert raw[0] / raw[-1] > 300  # the raw rows saturate and their J collapses
     assert np.all((scaled > 0.2) & (scaled < 0.35))  # the key's √d_k cancels 1/√d_k
+    # ÷ d_k: no saturation, and the key's √d_k leaves d_k^(1/2 - 1) = 1/√d_k
+    np.testing.assert_allclose(linear * np.sqrt(d_ks), linear[0] * 4, rtol=0.1)
+    # the same draws for every exponent: ÷ √d_k alone gives the same numbers
+    alone = lesson.query_gradient_norms(d_ks, alphas=(0.5,), n_rows=400)
+    np.testing.assert_array_equal(alone[0], scaled)
     # the same numbers as the chain rule written out with the Jacobian built in full
     rng = np.random.default_rng(0)
     q, K, g = rng.standard_normal(8), rng.standard_normal((5, 8)), rng.standard_normal(5)
@@ -493,6 +553,7 @@ JACOBIAN_MISTAKES = [
     (lambda p: p.max(-1) * (1 - p.min(-1)), "p_max (1 − p_min)"),
     (lambda p: (p * (1 - p)).min(axis=-1), "smallest weight"),
     (lambda p: p.max(axis=0) * (1 - p.max(axis=0)), "axis 0"),
+    (lambda p: p.argmax(-1) * (1 - p.argmax(-1)), "index of the largest weight"),
     (lambda p: (p * (1 - p)).max(axis=-1, keepdims=True), "keepdims"),
     (lambda p: p.max() * (1 - p.max()), "one number for the whole array"),
     (lambda p: -p.max(-1) * (1 - p.max(-1)), "negative"),
@@ -506,6 +567,22 @@ def test_classic_largest_jacobian_entry_mistakes_fail_and_are_named(answer, phra
     result = check("largest_jacobian_entry", answer)
     assert not result.passed
     assert phrase in result.message, result.message
+
+
+def test_largest_jacobian_entry_feedback_does_not_show_the_expected_numbers():
+    # The first input's expected numbers are p_max (1 − p_max) of rows the example prints.
+    for answer in (lambda p: np.median(p, axis=-1), lambda p: p.mean(axis=-1)):
+        message = check("largest_jacobian_entry", answer).message
+        assert "Expected" not in message and "0.21" not in message, message
+        assert "0.7" not in message.split("Test input")[0]  # the label names no top weight
+
+
+def test_a_loop_over_all_pairs_is_told_why_it_is_slow():
+    # Right on the small rows, too slow on rows of 1000 weights: 10⁶ pairs a row.
+    result = check("largest_jacobian_entry", jacobian_loop, timeout=0.5)
+    assert not result.passed
+    assert "rows of 1000 weights" in result.message and "all pairs" in result.message
+    assert "These inputs are tiny" not in result.message
 
 
 def test_largest_jacobian_entry_is_registered_for_lesson_03():

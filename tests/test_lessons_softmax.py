@@ -166,3 +166,90 @@ def test_the_jacobian_row_sum_hint_says_which_way_the_sums_are_off(answer, said)
     assert not result.passed
     assert "don't sum to 0" in result.message
     assert said in result.message
+
+
+def _softmax_clipped(x):
+    e = np.exp(np.clip(x, -700, 700))  # no overflow, but the gaps are gone
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _softmax_clipped_then_shifted(x):
+    z = np.clip(x, -500, 500)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("answer", [_softmax_clipped, _softmax_clipped_then_shifted])
+def test_a_softmax_that_clips_the_scores_is_told_that_clipping_erases_the_gaps(answer):
+    result = attnlab.check("softmax", answer)
+    assert not result.passed
+    assert "Rows 0 and 2 of your result give every key the same weight" in result.message
+    assert "Clipping changes the gaps between scores" in result.message
+
+
+def _softmax_divided_by_row_max(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.max(axis=-1, keepdims=True)
+
+
+def test_a_softmax_divided_by_its_largest_exponential_is_not_told_it_divided_by_nothing():
+    result = attnlab.check("softmax", _softmax_divided_by_row_max)
+    assert not result.passed
+    assert "the largest weight of each row is exactly 1" in result.message
+    assert "divided by the row's largest one" in result.message
+
+
+def _fill(value):
+    def answer(x, mask):
+        z = np.where(mask, x, value)
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True) * mask  # zeroes a row with no key left
+
+    return answer
+
+
+def _fill_then_zero_empty_rows(x, mask):
+    keep = np.broadcast_to(mask, x.shape)
+    z = np.where(keep, x, -1e9)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return np.where(keep.any(axis=-1, keepdims=True), e / e.sum(axis=-1, keepdims=True), 0.0)
+
+
+@pytest.mark.parametrize("answer", [_fill(-1e9), _fill(-1e30), _fill_then_zero_empty_rows])
+def test_a_finite_fill_is_told_that_kept_scores_below_it_lose_their_weight(answer):
+    # The exercise asks for scores of any size: kept scores below the fill lose to it.
+    result = attnlab.check("masked_softmax", answer)
+    assert not result.passed
+    assert "far below only the scores above it" in result.message
+    assert "kept scores lie far below -1e9" in result.message
+
+
+def test_the_most_negative_number_of_the_type_as_fill_passes():
+    assert attnlab.check("masked_softmax", _fill(np.finfo(np.float64).min)).passed
+
+
+def test_a_most_negative_fill_without_care_for_empty_rows_is_asked_about_them():
+    def answer(x, mask):
+        z = np.where(mask, x, np.finfo(x.dtype).min)
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    result = attnlab.check("masked_softmax", answer)
+    assert not result.passed
+    assert "the most negative number of the type" in result.message
+    assert "every key blocked" in result.message
+
+
+def _masked_shift_by_kept_min(x, mask):
+    m = np.where(mask, x, np.inf).min(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.where(mask, np.exp(np.where(mask, x, -np.inf) - m), 0.0)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)
+
+
+def test_a_masked_softmax_shifted_by_its_smallest_kept_score_is_told_about_overflow():
+    result = attnlab.check("masked_softmax", _masked_shift_by_kept_min)
+    assert not result.passed
+    assert "overflows to inf unless the shift is close to" in result.message
+    assert "multiply" not in result.message

@@ -119,3 +119,25 @@ def test_a_product_without_the_transpose_gets_the_shape_rule_of_at():
     assert not result.passed
     assert "at `return (Q @ K @ V).shape`" in result.message
     assert "(a, b) @ (b, c) gives (a, c)" in result.message and "transpose" in result.message
+
+
+def test_half_of_one_over_d_k_is_named_both_ways():
+    # `d_k ** -1/2` and `1/(2*d_k)` give the same number; the message speaks to both.
+    for answer in (lambda d_k: d_k**-1 / 2, lambda d_k: 1 / (2 * d_k)):
+        result = check("scale_factor", answer)
+        assert not result.passed
+        assert "`1/(2*d_k)`" in result.message and "not by twice d_k" in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "what"),
+    [
+        (lambda n_q, n_k, d_k, d_v: (x for x in (n_q, d_v)), "returned a generator"),
+        (lambda n_q, n_k, d_k, d_v: map(int, (n_q, d_v)), "returned an iterator (`map`)"),
+    ],
+)
+def test_a_generator_is_asked_for_the_pair(answer, what):
+    result = check("output_shape", answer)
+    assert not result.passed
+    assert what in result.message and "the pair itself" in result.message
+    assert "list of lists" not in result.message

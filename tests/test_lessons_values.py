@@ -101,6 +101,14 @@ def test_a_by_hand_answer_outside_the_values_range_is_told_so(value):
     assert not result.passed and "outside [1, 8]" in result.message
 
 
+@pytest.mark.parametrize("value", [1.0098, 1.01])
+def test_scores_multiplied_by_the_root_are_named_in_the_by_hand_question(value):
+    from attnlab import check
+
+    result = check("attention_by_hand", value)
+    assert not result.passed and "multiplied the scores by √4 = 2" in result.message
+
+
 @pytest.mark.parametrize("value", [2.5, 7.92, 8.0])
 def test_a_by_hand_answer_inside_the_range_is_not_called_outside(value):
     from attnlab import check
@@ -153,6 +161,41 @@ def test_attention_names_the_slip(answer, phrase):
     result = check("attention", answer)
     assert not result.passed and phrase in result.message
     assert "Q is (n_q, d_k)" not in result.message  # the specific hint, not the general one
+
+
+def _log_softmax_weights(Q, K, V, mask=None):
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, -1e9)
+    S = S - S.max(axis=-1, keepdims=True)
+    return (S - np.log(np.exp(S).sum(axis=-1, keepdims=True))) @ V
+
+
+def _tanh_weights(Q, K, V, mask=None):
+    weights = np.tanh(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]))
+    return (weights if mask is None else np.where(mask, weights, 0.0)) @ V
+
+
+@pytest.mark.parametrize("name", ["attention", "masked_attention"])
+@pytest.mark.parametrize("answer", [_log_softmax_weights, _tanh_weights])
+def test_an_output_outside_the_range_of_its_value_column_is_told_so(name, answer):
+    # Section 1's bound: no weights that are >= 0 and sum to 1 leave a column's range.
+    from attnlab import check
+
+    result = check(name, answer)
+    assert not result.passed and "the range of column" in result.message
+    assert "weights that are ≥ 0 and sum to 1 can never" in result.message
+
+
+def test_a_right_answer_in_float32_is_not_called_outside_the_range():
+    from attnlab import check
+
+    def in_float32(Q, K, V):
+        S = (Q @ K.T / np.sqrt(Q.shape[-1])).astype(np.float32)
+        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        return E / E.sum(axis=-1, keepdims=True) @ V.astype(np.float32)
+
+    assert check("attention", in_float32).passed
 
 
 def _loops_over_batch_and_heads(Q, K, V, mask):
@@ -318,6 +361,36 @@ def test_scores_for_feedback(answer, phrase):
     assert "Expected" not in result.message  # the scores would give the answer away
 
 
+def _barycentric_by_areas(V, z):
+    a, b, c = V  # three rows: a triangle only
+
+    def area(p, q, r):
+        return abs((q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]))
+
+    w = np.array([area(z, b, c), area(a, z, c), area(a, b, z)])
+    return np.log(w / w.sum())
+
+
+def _least_squares_then_normalised(V, z):
+    w = np.linalg.lstsq(V.T, z, rcond=None)[0]
+    return np.log(w / w.sum())
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (_barycentric_by_areas, "also tries a segment, V (2×1), and a tetrahedron"),
+        (_least_squares_then_normalised, "without the equation that they sum to 1"),
+    ],
+)
+def test_scores_for_names_code_fitted_to_a_triangle_and_weights_without_the_sum(answer, phrase):
+    from attnlab import check
+
+    result = check("scores_for", answer)
+    assert not result.passed and phrase in result.message
+    assert "do not sum to 1" not in result.message
+
+
 def test_stacked_attention_collapses_without_the_residual_only():
     from attnlab.lessons.values import relative_spread, stacked_attention
 
@@ -399,6 +472,8 @@ def test_the_residual_stack_never_brings_two_points_closer(capsys):
     assert "seeds above 1% of their spread: [3, 6, 14]" in printed
     # The lesson's note: a bound near 1 at layer 0 does not single out the slow seeds.
     assert "above 0.99 for seeds [2, 3, 6, 8, 9, 13, 14, 18]" in printed
+    # The note's reason seed 13 moves as one: from layer 3 on, point 0 takes all the weight.
+    assert "layers 3 to 10: smallest weight a query puts on point 0: 1.000" in printed
     assert "no distance between two points shrank: True" in printed
 
 

@@ -166,10 +166,18 @@ def test_right_numbers_pass(value):
         (-STD, "never negative"),
         (1 / STD, "below 1"),
         (8, "√64"),
-        # measured-looking values: close to 32 but not it
+        # measured-looking values: close to 32 but not it, and not whole numbers
         (31.7, "looks like a measured value"),
         (32.6, "looks like a measured value"),
-        (31, "looks like a measured value"),
+        (33.5, "looks like a measured value"),
+        # a whole number near 32 is a guess, not a measurement: it learns nothing more
+        (31, "Not quite: 31 is not it"),
+        (33, "Not quite: 33 is not it"),
+        (np.int64(31), "Not quite: 31 is not it"),
+        (math.sqrt(2) * 512, "reached the 2 but not d_k"),
+        (724, "reached the 2 but not d_k"),
+        (math.sqrt(3 * 512), "three variances, one each for q, k₁ and k₂"),
+        (39.2, "three variances, one each for q, k₁ and k₂"),
         (100, "Not quite"),
         (22.72, "ONE score"),
         (24, "Not quite"),
@@ -180,6 +188,7 @@ def test_classic_wrong_numbers_are_named(value, phrase):
     assert not result.passed
     assert phrase in result.message
     assert "32" not in result.message.replace("√", "")  # the answer is never shown
+    assert "percent" not in result.message  # nor how close to it the number is
 
 
 def test_every_slip_differs_from_the_answer():
@@ -329,6 +338,9 @@ def test_each_raw_panel_gets_bins_a_quarter_of_its_std_wide():
         (lambda d_k: np.sqrt(d_k / 3), "used the entry variance 1/3 once"),
         (lambda d_k: np.sqrt(2 * d_k / 3), "added the two variances"),
         (lambda d_k: np.sqrt(d_k) // 3, "floor division"),
+        (lambda d_k: int(np.sqrt(d_k) / 3), "`int(...)`"),
+        (lambda d_k: round(np.sqrt(d_k) / 3), "nearest whole number"),
+        (lambda d_k: np.round(np.sqrt(d_k) / 3), "nearest whole number"),
         (lambda d_k: (d_k // 9) ** 0.5, "floor division"),
         (lambda d_k: 1.005 * np.sqrt(d_k) / 3, "estimate"),
         (lambda d_k: 1 / 3, "ONE product"),
@@ -345,6 +357,7 @@ def test_uniform_divisor_names_each_slip_without_the_answer(answer, phrase):
     assert not result.passed
     assert phrase in result.message
     assert "Expected" not in result.message
+    assert "percent" not in result.message  # an estimate is not told how close it is
 
 
 def test_uniform_divisor_gives_unit_variance():

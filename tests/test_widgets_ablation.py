@@ -1,72 +1,75 @@
-"""The widget of lesson 08: the untrained model's attention, per d_k and divisor."""
+"""The widget of lesson 08: the attention of one seed's models during training."""
 
 import numpy as np
 import pytest
 
-import attnlab
 from attnlab.lessons import ablation as lesson
-from attnlab.widgets import initial_attention
-from attnlab.widgets.ablation import INITIAL_D_KS
+from attnlab.widgets import training_attention
+from attnlab.widgets._base import FALLBACK_NOTE
 
-# ------------------------------------------------------- the untrained model's attention
+# ---------------------------------------------------- the attention during training
 
 
-def test_initial_attention_shows_softmax_of_the_raw_scores_over_tau():
+@pytest.fixture(scope="module")
+def short_maps():
     task = lesson.make_task()
-    w = initial_attention(task, n_sequences=6)
-    assert set(w.controls) == {"d_k", "divisor"}
-    assert list(w.controls["d_k"].options) == list(INITIAL_D_KS)
-    for d_k in (4, 256):
+    return lesson.attention_maps(task, d_k=64, n_sequences=6, steps=30, keep=(0, 5, 20))
+
+
+def test_training_attention_shows_the_kept_weights(short_maps):
+    w = training_attention(short_maps)
+    assert set(w.controls) == {"step", "divisor"}
+    assert list(w.controls["step"].options) == [0, 5, 20, 30]
+    rows = np.arange(6)
+    for step in (0, 20, 30):
         for divisor in ("√d_k", "1"):
             before = bytes(w.view.image.value)
-            w.controls["d_k"].value, w.controls["divisor"].value = d_k, divisor
-            raw, right = lesson.initial_attention(task, d_k, 6)
-            tau = lesson.divisor_value(divisor, d_k)
-            np.testing.assert_allclose(w.shown["weights"], attnlab.softmax(raw / tau))
-            np.testing.assert_allclose(w.shown["entropy"], attnlab.entropy(w.shown["weights"]))
-            assert f"τ = {tau:.2f}" in w.readout.value
-            if (d_k, divisor) != (4, "√d_k"):
+            w.controls["step"].value, w.controls["divisor"].value = step, divisor
+            weights = short_maps.steps[step][divisor]
+            np.testing.assert_array_equal(w.shown["weights"], weights)
+            np.testing.assert_array_equal(w.shown["on_right"], weights[rows, short_maps.right])
+            assert f"after {step} training steps" in w.readout.value
+            assert f"{int((weights.argmax(axis=-1) == short_maps.right).sum())} of 6" in (
+                w.readout.value
+            )
+            if (step, divisor) != (0, "1"):
                 assert bytes(w.view.image.value) != before
-    np.testing.assert_array_equal(w.right, right)
+    assert w._repr_mimebundle_()["text/plain"] == FALLBACK_NOTE
 
 
-def test_without_the_divisor_rows_sharpen_as_d_k_grows():
-    w = initial_attention()
-    largest = {}
+def test_training_attention_by_default_shows_the_lesson_story():
+    w = training_attention()
+    assert list(w.controls["step"].options) == list(lesson.MAP_STEPS)
+    right = {}
+    for step in (0, 200):
+        for divisor in ("√d_k", "1"):
+            w.controls["step"].value, w.controls["divisor"].value = step, divisor
+            right[(step, divisor)] = (w.shown["weights"].argmax(axis=-1) == w.maps.right).mean()
+            if step == 0:
+                # The divisor changes how sharp a row is, not which pair it favours.
+                assert right[(0, divisor)] <= 1 / 3
+    w.controls["step"].value = 0
+    sharp = {}
     for divisor in ("√d_k", "1"):
         w.controls["divisor"].value = divisor
-        for d_k in (4, 1024):
-            w.controls["d_k"].value = d_k
-            largest[(divisor, d_k)] = w.shown["weights"].max(axis=-1).mean()
-    assert largest[("1", 1024)] > 0.9 > largest[("1", 4)]
-    assert max(largest[("√d_k", 4)], largest[("√d_k", 1024)]) < 0.6
-
-
-def test_by_default_the_readout_sharpens_with_d_k_without_the_divisor():
-    # The lesson's prose: divided by 1, rows are sharper the larger d_k. With the default
-    # 16 sequences the readout's numbers follow that over the lesson's sizes and 1024
-    # (neighbouring positions of the slider, a factor 2 apart, can still swap).
-    w = initial_attention()
-    assert w.n_sequences == 16
-    w.controls["divisor"].value = "1"
-    largest, saturated = [], []
-    for d_k in (16, 64, 256, 1024):
-        w.controls["d_k"].value = d_k
-        weights = w.shown["weights"].max(axis=-1)
-        largest.append(weights.mean())
-        saturated.append((weights > 0.99).sum())
-        assert f"of {w.n_sequences}" in w.readout.value
-    assert largest == sorted(largest) and saturated == sorted(saturated)
+        sharp[divisor] = w.shown["weights"].max(axis=-1).mean()
+    assert sharp["1"] > 0.8 > 0.5 > sharp["√d_k"]
+    assert right[(200, "√d_k")] == 1.0 and right[(200, "1")] >= 0.5
 
 
 @pytest.mark.parametrize(
-    "kwargs, error, match",
+    "maps, error, match",
     [
-        ({"n_sequences": 1}, ValueError, "n_sequences must be between 2 and 16"),
-        ({"n_sequences": 2.5}, TypeError, "n_sequences must be a whole number"),
-        ({"task": "retrieval"}, TypeError, "task must be the lesson's task"),
+        ("maps", TypeError, "maps must come from lesson.attention_maps"),
+        ({"start": {}}, TypeError, "maps must come from lesson.attention_maps"),
     ],
 )
-def test_initial_attention_rejects_bad_arguments(kwargs, error, match):
+def test_training_attention_rejects_bad_arguments(maps, error, match):
     with pytest.raises(error, match=match):
-        initial_attention(**kwargs)
+        training_attention(maps)
+
+
+def test_training_attention_needs_both_models():
+    one = lesson.attention_maps(lesson.make_task(), 16, divisors=("√d_k",), steps=5)
+    with pytest.raises(ValueError, match="'1'"):
+        training_attention(one)

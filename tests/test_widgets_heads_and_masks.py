@@ -292,3 +292,22 @@ def test_unmasked_padding_changes_the_real_rows_at_the_start_or_without_causal(c
     w.controls["mask padding"].value = False
     assert w.shown["padding_weight_real"] > 0.01
     assert "thrown away" in w.readout.value
+
+
+@pytest.mark.parametrize("padding", [PAD_END, PAD_START])
+def test_mask_panels_shade_the_padding_even_when_it_is_not_masked(padding):
+    w = mask_builder()
+    w.controls["padding"].value = padding
+    w.controls["mask padding"].value = False
+    for b in range(3):
+        cells = np.asarray(w.mask_maps[b].image.get_array())
+        real = w.shown["real"][b]
+        # Allowed or blocked (0/1) as the mask says, plus 2 on a padding query's row or a
+        # padding key's column: where the padding sits shows although it is not masked.
+        np.testing.assert_array_equal(cells % 2, w.shown["mask"][b])
+        np.testing.assert_array_equal(cells >= 2, ~real[:, None] | ~real[None, :])
+    # Two lengths give the same (causal) mask unmasked, but not the same panel.
+    before = np.array(w.mask_maps[1].image.get_array())
+    w.controls["length 1"].value -= 1
+    np.testing.assert_array_equal(w.shown["mask"][1], attnlab.causal_mask(8))
+    assert not np.array_equal(np.asarray(w.mask_maps[1].image.get_array()), before)

@@ -58,7 +58,7 @@ def test_every_step_divides_by_d_k_to_the_alpha_and_entropy_grows():
     assert entropies == sorted(entropies)
 
 
-def test_d_k_alone_builds_a_row_of_that_length():
+def test_d_k_alone_builds_a_row_of_that_size():
     small, large = scaling_strip(d_k=4), scaling_strip(d_k=1024)
     assert small.d_k == 4 and large.d_k == 1024
     assert np.abs(small.scores).max() < np.abs(large.scores).max()

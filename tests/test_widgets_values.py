@@ -208,3 +208,33 @@ def test_hull_panel_projects_other_widths(d_v):
     w = qkv_explorer(np.eye(2), np.eye(2)[[0, 1, 0]], V)
     assert w.shown["point"].shape == (2,)
     np.testing.assert_allclose(w.shown["point"][0], w.shown["output"][0])
+
+
+def test_changing_one_value_row_moves_the_outputs_and_nothing_else():
+    # The lesson's task: on Section 1's data, add 1 to the first entry of v2 in the V box.
+    # The scores and weights stay; q0's output moves by its weight on v2, at any factor c.
+    rng = np.random.default_rng(5)
+    V = np.array([[0.0, 0.0], [3.0, -0.5], [2.5, 2.5], [0.5, 3.0], [0.8, 2.0]])
+    K = rng.normal(size=(5, 4))
+    Q = np.random.default_rng(6).normal(size=(200, 4))[:6]
+    w = qkv_explorer(Q, K, V, labels=[f"v{j}" for j in range(5)])
+    assert w.inputs["V"].value.splitlines()[2] == "2.5 2.5"
+    for factor in (1.0, 0.25):
+        w.controls["sharpen"].value = factor
+        before = {k: np.array(v) for k, v in w.shown.items()}
+        w.inputs["V"].value = format_matrix(V + np.outer(np.eye(5)[2], [1.0, 0.0]))
+        w.inputs["apply"].click()
+        assert w.controls["query"].value == 0 and w.controls["sharpen"].value == factor
+        # The Q and K boxes were not touched: they keep their exact matrices, not 4 decimals.
+        for stage in ("raw", "scaled", "weights"):
+            np.testing.assert_array_equal(w.shown[stage], before[stage])
+        move = w.shown["output"] - before["output"]
+        np.testing.assert_allclose(move, [before["weights"][2], 0.0], atol=1e-12)
+        assert f"{before['weights'][2]:.3f}" in w.readout.value
+        w.inputs["V"].value = format_matrix(V)
+        w.inputs["apply"].click()
+        np.testing.assert_array_equal(w.shown["output"], before["output"])
+    # A box that was typed into is read from its text; K, untouched, stays exact.
+    w.inputs["Q"].value = format_matrix(np.round(Q, 2))
+    w.inputs["apply"].click()
+    np.testing.assert_allclose(w.shown["raw"], np.round(Q, 2)[0] @ K.T, atol=1e-12)

@@ -114,12 +114,14 @@ def test_the_right_panel_shows_the_largest_weights_of_many_rows(widget):
     slider = widget.controls["d_k"]
     slider.value = 1
     np.testing.assert_array_equal(widget.shown["top_raw"], widget.shown["top_scaled"])  # √1 = 1
-    medians, above = [], []
+    np.testing.assert_array_equal(widget.shown["top_raw"], widget.shown["top_over_dk"])
+    medians, above, flat = [], [], []
     for d in slider.options:
         slider.value = d
         shown = widget.shown
         assert shown["top_raw"].shape == shown["top_scaled"].shape == (200,)
-        for label in ("raw", "scaled"):
+        assert shown["top_over_dk"].shape == (200,)
+        for label in ("raw", "scaled", "over_dk"):
             top = shown[f"top_{label}"]
             assert np.all((top >= 1 / 256 - 1e-12) & (top <= 1))  # between an even spread and 1
             assert shown[f"top_hist_{label}"].sum() == pytest.approx(1.0)  # every row in a bin
@@ -127,9 +129,13 @@ def test_the_right_panel_shows_the_largest_weights_of_many_rows(widget):
             assert shown[f"above_half_{label}"] == np.mean(top > 0.5)
         medians.append((shown["median_top_raw"], shown["median_top_scaled"]))
         above.append(shown["above_half_scaled"])
+        flat.append(shown["median_top_over_dk"])
     raw = [m for m, _ in medians]
     assert all(a < b for a, b in zip(raw, raw[1:], strict=False))  # the trend, d_k by d_k
     assert raw[-1] > 0.9 and max(s for _, s in medians) < 0.1 and max(above) == 0
+    # Dividing by d_k shrinks the scores like 1/√d_k: the rows flatten towards 1/256.
+    assert all(a > b for a, b in zip(flat[1:], flat[2:], strict=False))
+    assert flat[-1] < 1.2 / 256
     # The lesson asks from which d_k on the median raw row gives one key more than half its
     # weight: 32 (the median scaled row never does). Its next cell prints the medians of
     # every d_k from ``frames``: the same numbers the slider shows.
@@ -138,6 +144,7 @@ def test_the_right_panel_shows_the_largest_weights_of_many_rows(widget):
         assert widget.frames[d]["median_top_raw"] == raw_median
         assert widget.frames[d]["median_top_scaled"] == scaled_median
     assert "200 fixed queries" in widget.readout.value and "256 fixed keys" in widget.readout.value
+    assert "divided by d_k" in widget.readout.value
     slider.value = 1
 
 

@@ -4,6 +4,7 @@ exercises work) and ``output_shape`` (the shape the formula produces).
 Lesson: ``notebooks/00_start_here.ipynb``.
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,12 +32,15 @@ MISTAKES = (
         "the formula divide them by?",
         lambda d_k: 1 / d_k,
     ),
-    # `d_k ** -1/2` and `1 / d_k ** 1/2` give the same number, so one message names both.
+    # `d_k ** -1/2`, `1 / d_k ** 1/2` and `1/(2*d_k)` give the same number, so one message
+    # names all three.
     Mistake(
         "If you wrote `d_k ** -1/2`: Python read it as `(d_k ** -1) / 2`, because ** binds "
         "tighter than /. "
         "Where do brackets (or a decimal) go so that the whole −½ is the power? "
-        "(`1 / d_k ** 1/2` is read the same way, as `(1 / d_k) / 2`.)",
+        "(`1 / d_k ** 1/2` is read the same way, as `(1 / d_k) / 2`. If you wrote "
+        "`1/(2*d_k)`, the same number: the formula divides by the square root of d_k, not "
+        "by twice d_k.)",
         lambda d_k: d_k**-1 / 2,
     ),
     Mistake(
@@ -209,11 +213,23 @@ def whole_numbers(got: np.ndarray, notes: list[str]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ShapeCheck(ArrayCheck):
-    """An ArrayCheck whose answer is a shape. Text, a dict or a set is asked for the pair
-    itself: the general messages, which ask for a number or an array of numbers, do not
-    fit a shape."""
+    """An ArrayCheck whose answer is a shape. Text, a dict, a set or a generator is asked
+    for the pair itself: the general messages, which ask for a number or an array of
+    numbers, do not fit a shape."""
 
     def _refuse_returned(self, value, name: str) -> None:
+        if isinstance(value, Iterator):  # a generator, map(...), zip(...), iter(...)
+            what = (
+                "a generator"
+                if type(value).__name__ == "generator"
+                else f"an iterator (`{type(value).__name__}`)"
+            )
+            raise Fail(
+                f"Your `{name}` returned {what}, which hands out its numbers one at a time "
+                "when something loops over it. The checker needs the pair itself: two whole "
+                "numbers, `(rows, columns)`, like the `.shape` of an array. How do you "
+                "return two numbers as a pair?"
+            )
         if isinstance(value, (str, bytes, dict, set, frozenset)):
             what = "text" if isinstance(value, (str, bytes)) else f"a {type(value).__name__}"
             shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."

@@ -172,6 +172,25 @@ def _sign_hint(got, want, inputs):
     )
 
 
+def _scaled_hint(got, want, inputs):
+    # Every score times one factor, e.g. divided by √d instead of √d_k. With one score (an
+    # empty cache) any wrong number is a multiple, which would say nothing.
+    if got.shape != want.shape or got.size < 2 or not np.isfinite(got).all() or not want.any():
+        return None
+    c = float(np.vdot(got, want) / np.vdot(want, want))
+    if abs(c - 1) < 1e-3 or not np.allclose(got, c * want, rtol=1e-4, atol=1e-6):
+        return None
+    # 0.577 reads better as 1/√3; 0.333 needs no root.
+    m = 1 / c**2 if c > 0 else 0.0
+    whole = 1.5 < m < 1e4 and abs(m - round(m)) < 1e-3 and round(m) != round(m**0.5) ** 2
+    as_root = f" (1/√{round(m)})" if whole else ""
+    return (
+        f"Each of your scores is {c:.3g}{as_root} times the right one: one factor multiplies "
+        "them all. This exercise asks for the raw dot products q · k_j, with nothing divided "
+        "or scaled (that comes in the next two lessons): where does the factor come in?"
+    )
+
+
 def _which_scores_hint(got, want, inputs):
     # Split the answer where the cache ends: the cached keys' scores, then its own.
     if got.shape != want.shape or got.size < 2:
@@ -298,7 +317,7 @@ register(
         shape_rule="one score for each of the n cached keys and one for the new token's own "
         "key, (n + 1,)",
         mistakes=NEW_TOKEN_MISTAKES,
-        hints=(_order_hint, _sign_hint, _which_scores_hint),
+        hints=(_order_hint, _sign_hint, _scaled_hint, _which_scores_hint),
         error_hints=(
             (
                 _query_before_keys,

@@ -17,7 +17,7 @@ from .numbers import NumberCheck, Slip
 from .registry import register
 
 SHAPE_HINT = (
-    "Q is (n_q, d_k) and K is (n_k, d_k), so the length-d_k axes must meet: "
+    "Q is (n_q, d_k) and K is (n_k, d_k), so the two d_k axes must meet: "
     "`Q @ K.T` is (n_q, d_k) @ (d_k, n_k)."
 )
 
@@ -69,12 +69,13 @@ MISTAKES = (
     ),
     Mistake(
         "You divided by √n, the square root of the number of keys (`len(K)` or `K.shape[0]`). "
-        "d_k is the length of each query and key vector: `Q.shape[-1]`.",
+        "d_k is the size of each query and key, its number of entries: `Q.shape[-1]`.",
         lambda Q, K: Q @ K.T / np.sqrt(K.shape[0]),
     ),
     Mistake(
         "You divided by √n, the square root of the number of queries (`len(Q)` or "
-        "`Q.shape[0]`). d_k is the length of each query and key vector: `Q.shape[-1]`.",
+        "`Q.shape[0]`). d_k is the size of each query and key, its number of entries: "
+        "`Q.shape[-1]`.",
         lambda Q, K: Q @ K.T / np.sqrt(Q.shape[0]),
     ),
     Mistake(
@@ -252,12 +253,35 @@ def slips() -> list[Slip]:
             _near(64.0),
         )
     )
+    found += [
+        Slip(
+            math.sqrt(2) * D_K,
+            f"That is √2 · {D_K}: the square root reached the 2 but not d_k. The standard "
+            "deviation is the square root of the whole variance, not of one factor of it.",
+            _near(math.sqrt(2) * D_K),
+        ),
+        Slip(
+            math.sqrt(3 * D_K),
+            f"That is √(3·{D_K}): you added three variances, one each for q, k₁ and k₂. But "
+            "q·k₁ − q·k₂ = q·(k₁ − k₂) is a sum of products q_i (k₁ᵢ − k₂ᵢ), and for "
+            "independent factors with mean 0 the variance of a product is the product of "
+            "their variances (Section 2). What are those two variances?",
+            _near(math.sqrt(3 * D_K)),
+        ),
+    ]
+    # A value near the answer but not a whole number looks measured. A whole number near it
+    # is more likely a guess, and is told only that it is not the answer.
+    window = 0.06 * _STD
+    found += [
+        Slip(float(n), f"Not quite: {n} is not it. " + _RULE, 0.0)
+        for n in range(math.ceil(_STD - window), math.floor(_STD + window) + 1)
+        if abs(n - _STD) > TOLERANCE
+    ]
     measured = (
-        "That looks like a measured value: it is within a few percent of the answer, but the "
-        "question asks for the exact standard deviation, which follows from the variances "
-        "alone. " + _RULE
+        "That looks like a measured value, but the question asks for the exact standard "
+        "deviation, which follows from the variances alone. " + _RULE
     )
-    return [*found, Slip(_STD, measured, 0.06 * _STD)]
+    return [*found, Slip(_STD, measured, window)]
 
 
 def _passed(value: float) -> str:
@@ -381,9 +405,14 @@ UNIFORM_MISTAKES = (
         for d in (64, 512)
     ),
     Mistake(
-        "Your number is rounded down to a whole number: `//` is floor division. "
-        "A divisor need not be a whole number; which division keeps the fraction?",
+        "Your number is rounded down to a whole number, by `//` (floor division) or by "
+        "`int(...)`. A divisor need not be whole: divide with `/` and keep the fraction.",
         lambda d_k: np.sqrt(d_k) // 3,
+    ),
+    Mistake(
+        "Your number is rounded to the nearest whole number (by `round` or `np.round`). "
+        "A divisor need not be whole: return it unrounded.",
+        lambda d_k: np.round(np.sqrt(d_k) / 3),
     ),
     Mistake(
         "Your function uses `//`, floor division, which rounds down to a whole number before "
@@ -394,14 +423,14 @@ UNIFORM_MISTAKES = (
 
 
 def _estimate_hint(got: np.ndarray, want: np.ndarray, inputs: dict) -> str | None:
-    # An answer within a few percent that matches no slip is most likely a simulation.
+    # An answer within a few percent that matches no slip is most likely a simulation; the
+    # message says so without saying how close it is.
     if got.shape != () or not np.isfinite(got.astype(np.float64)) or float(want) == 0:
         return None
     if abs(float(got) / float(want) - 1) <= 0.05:
         return (
-            "Your number is within a few percent of the right one but not equal to it: it "
-            "looks like an estimate from random samples. The function should return the "
-            "exact divisor; derive it from the variance of one uniform entry."
+            "Your number looks like an estimate from random samples. The function should "
+            "return the exact divisor; derive it from the variance of one uniform entry."
         )
     return None
 

@@ -9,6 +9,7 @@ far softmax collapses onto one key when the scores are large.
 Lesson: ``notebooks/03_scaling.ipynb``.
 """
 
+import contextvars
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from ..softmax import entropy, softmax
 from . import solutions
 from .arrays import ArrayCheck, Case, Mistake, softmax_rows
 from .calling import call_answer, silenced
-from .messages import CheckResult, Fail
+from .messages import CheckResult, Fail, TooSlow
 from .registry import register
 
 # ---------------------------------------------------- temperature_for_entropy
@@ -81,19 +82,106 @@ def _digits(got: float, want: float) -> str:
     return ".6g" if f"{got:.3f}" == f"{want:.3f}" else ".4g"
 
 
-def _end_of_interval(tau: float, spread: float) -> str | None:
-    """Which end of a search interval τ looks like: "low", "high" or None.
-
-    An end is a round power of ten away from 1, such as 0.1, 10, 0.001 or 1000, or (as in
-    the solution, which sizes its interval by the row) away from the row's spread
-    max − min. An end below 1 (below the spread) is most likely the low one.
-    """
+def _round_end(tau: float, spread: float) -> bool:
+    """Whether τ is a round number a search interval might end at: a power of ten, such
+    as 0.1, 1 or 1000, or (as in the solution, which sizes its interval by the row) the
+    row's spread max − min times a power of ten."""
     for unit in (1.0, spread):
         if unit > 0:
             power = np.log10(tau / unit)
-            if abs(power) >= 1 and abs(power - round(power)) < 1e-6:
-                return "low" if power < 0 else "high"
-    return None
+            if abs(power - round(power)) < 1e-6:
+                return True
+    return False
+
+
+# The answer being checked, so that a hint can try it on other targets (set by
+# TemperatureCheck while it checks).
+_ANSWER: contextvars.ContextVar[tuple[Any, str, float | None] | None] = contextvars.ContextVar(
+    "ex03_temperature_answer", default=None
+)
+
+
+def _tried(scores: np.ndarray, targets: tuple[float, ...]) -> list[float] | None:
+    """The answer's τ for the same scores and each target, or None if it cannot say
+    (no answer at hand, an error, or something other than one positive number)."""
+    held = _ANSWER.get()
+    if held is None:
+        return None
+    answer, name, timeout = held
+    found = []
+    for target in targets:
+        try:
+            value = call_answer(
+                answer, {"scores": scores, "target": float(target)}, name=name, timeout=timeout
+            )
+            tau = float(np.asarray(value, dtype=np.float64).ravel()[0])
+        except Exception:  # a Fail, or a value that is no number: the probe cannot say
+            return None
+        if np.size(value) != 1 or not np.isfinite(tau) or tau <= 0:
+            return None
+        found.append(tau)
+    return found
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def _stuck_hint(got: float, want: float, inputs: dict[str, Any], reached: float) -> str | None:
+    """What to say about a τ that does not move when the target moves a little, found by
+    running the answer again: on targets near this one, and on one near 0 and one near
+    log n. A search stuck at one end of its interval gives the same τ for the near
+    targets. If it moves the right way, a target near 0 gives a smaller τ than one near
+    log n, and the right τ lies outside the interval; if it moves the wrong way, the
+    reverse. A τ that never moves is no search at all."""
+    scores = np.asarray(inputs["scores"], dtype=np.float64)
+    target, top = float(inputs["target"]), float(np.log(scores.size))
+    near = (target * 0.97, min(target * 1.03, (target + top) / 2))
+    tried = _tried(scores, (*near, 1e-6 * top, (1 - 1e-6) * top))
+    f = _digits(got, want)
+    spread = float(scores.max() - scores.min())
+    row = (
+        f"the row is {'too sharp' if reached < target else 'too flat'}: entropy "
+        f"{max(reached, 0.0) + 0.0:.3f} nats against the target {target:g} "  # no "-0.000"
+        f"(the right τ is {want:{f}})"
+    )
+    side = "below" if want < got else "above"
+    if tried is None:  # the answer could not be run again: only a round number suggests more
+        if not _round_end(got, spread):
+            return None
+        return (
+            f"With your τ = {got:g} {row}. Your τ looks like one end of your search interval. "
+            f"Either the right τ lies outside your interval ({side} it: widen the interval, "
+            "e.g. to 0.001 … 1000), or your search moved the wrong way at every step: when "
+            "the entropy is below the target, the row is too sharp, so which end of the "
+            "interval should move?"
+        )
+    near_low, near_high, sharpest, flattest = tried
+    if not (_same(near_low, got) and _same(near_high, got)):
+        return None  # τ moves with the target: no end of an interval
+    if _same(sharpest, got) and _same(flattest, got):
+        if not _round_end(got, spread):
+            return None  # a fixed rule, such as τ = √n: the general hint says what to do
+        return (
+            f"Your function returns τ = {got:g} whatever the target, even one near 0 or near "
+            f"log {scores.size}; with it {row}. That looks like one end of your search "
+            "interval, and it never moves. Does your loop run, and does each step move one "
+            "end of the interval?"
+        )
+    state = (
+        f"Your τ = {got:g} stays put when the target moves a little, so it looks like one "
+        f"end of your search interval; with it {row}. "
+    )
+    if sharpest < flattest:  # a lower target gives a smaller τ: the right way
+        return state + (
+            "Your search moves the right way (a lower target gives a smaller τ), so the right "
+            f"τ lies outside your interval, {side} it: widen the interval, e.g. to "
+            "0.001 … 1000."
+        )
+    return state + (
+        "Did your search move the wrong way at every step? When the entropy is below the "
+        "target, the row is too sharp: which end of the interval should move, and where to?"
+    )
 
 
 # Within 5 % of the right τ (but not within the pass tolerance) an answer most likely comes
@@ -142,31 +230,20 @@ def _temperature_hint(got, want, inputs):
             "wide is your last interval, or the step of your grid? Keep narrowing until it "
             "is narrower than τ / 10,000."
         )
+    stuck = _stuck_hint(got, want, inputs, reached)
+    if stuck is not None:
+        return stuck
     too_sharp = reached < target
-    scores = np.asarray(inputs["scores"], dtype=np.float64)
-    end = _end_of_interval(got, float(scores.max() - scores.min()))
-    if end is not None:
-        state = (
-            f"Your τ = {got:g} looks like one end of your search interval (the right τ is "
-            f"{want:{f}}), and with it the row is {'too sharp' if too_sharp else 'too flat'}: "
-            f"entropy {max(reached, 0.0) + 0.0:.3f} nats against the target "  # no "-0.000"
-            f"{target:g}. "
-        )
-        # A search that moves the right way ends at the low end only if even that end is
-        # too flat (the right τ is smaller still), and at the high end only if it is too sharp.
-        if (end == "low") != too_sharp:
-            return state + (
-                f"So the right τ lies outside your interval, "
-                f"{'below' if end == 'low' else 'above'} it: widen the interval, e.g. to "
-                "0.001 … 1000."
-            )
-        return state + (
-            "Did your search move the wrong way at every step? When the entropy is below the "
-            "target, the row is too sharp: which end of the interval should move, and where to?"
+    fixed = ""
+    tried = _tried(np.asarray(inputs["scores"], dtype=np.float64), (target * 0.5,))
+    if tried is not None and _same(tried[0], got):
+        fixed = (
+            f"Your function returns τ = {got:{f}} for the target {target:g} and for "
+            f"{target * 0.5:g} too, but a lower entropy needs a sharper row, a smaller τ. "
         )
     direction = "too sharp, so τ must be larger" if too_sharp else "too flat, so τ must be smaller"
     # No method named: the notebook's hint asks the same question, and the solution shows it.
-    return (
+    return fixed + (
         f"With your τ = {got:{f}} the row's entropy is {reached:.3f} nats, not the target "
         f"{target:g} (the right τ is {want:{f}}): the row is {direction}. No formula gives "
         'τ, but the entropy rises steadily with τ, so each τ you try tells you "too sharp" '
@@ -176,11 +253,24 @@ def _temperature_hint(got, want, inputs):
     )
 
 
+@dataclass(frozen=True)
+class TemperatureCheck(ArrayCheck):
+    """An ArrayCheck whose hints may run the answer on other targets, to tell a search
+    stuck at one end of too narrow an interval from one that moves the wrong way."""
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
+        token = _ANSWER.set((answer, name, timeout))
+        try:
+            return super().__call__(answer, name=name, timeout=timeout)
+        finally:
+            _ANSWER.reset(token)
+
+
 register(
     "notebooks/03_scaling.ipynb",
     solutions.temperature_for_entropy,
     "temperature_for_entropy(scores, target) -> τ with entropy(softmax(scores / τ)) = target",
-    ArrayCheck(
+    TemperatureCheck(
         temperature_cases,
         reference=_reference_temperature,
         shape_rule="one number, the temperature τ",
@@ -204,7 +294,7 @@ def jacobian_cases() -> list[Case]:
     rng = np.random.default_rng(333)
     return [
         Case(
-            "p (3×3): top weights 0.7, 0.4 and 0.5",
+            "p (3×3): three rows of softmax weights",
             {"p": np.array([[0.7, 0.2, 0.1], [0.4, 0.35, 0.25], [0.3, 0.5, 0.2]])},
         ),
         Case(
@@ -272,6 +362,11 @@ JACOBIAN_MISTAKES = (
         "at most one weight of a row can be above ½: which weight gives the largest "
         "product?",
         lambda p: p.min(axis=-1) * (1 - p.min(axis=-1)),
+    ),
+    Mistake(
+        "You used the index of the largest weight, not the weight: `argmax` gives its "
+        "position in the row, `max` its value. J_ii = p_i (1 − p_i) needs the weight.",
+        lambda p: p.argmax(axis=-1) * (1 - p.argmax(axis=-1)),
     ),
     Mistake(
         "You took the maximum down the columns (axis 0). Each row of p is one softmax "
@@ -360,6 +455,16 @@ class NoJacobianCheck(ArrayCheck):
                 value, peak = measured_peak(
                     lambda: call_answer(answer, {"p": p.copy()}, name=name, timeout=timeout)
                 )
+        except TooSlow:
+            return CheckResult(
+                False,
+                f"Your `{name}` is right on the small inputs, but on p of shape "
+                f"({MEMORY_ROWS}, {MEMORY_KEYS}), rows of {MEMORY_KEYS} weights, it took "
+                f"longer than {timeout:g} s and was stopped. Does it loop over all pairs "
+                f"i, j? That is {MEMORY_KEYS**2:,} pairs a row. One weight of each row "
+                "decides the answer: which one?",
+                name,
+            )
         except Fail as fail:
             return CheckResult(False, fail.message, name)
         if peak > MEMORY_FACTOR * p.nbytes:
@@ -404,5 +509,8 @@ register(
             "p is (..., n): reduce along the last axis, e.g. `p.max(axis=-1)`, for one "
             "number per row, shape p.shape[:-1]."
         ),
+        # The expected numbers are p_max (1 − p_max) of rows the example prints: showing
+        # them would give the formula away.
+        show_expected=False,
     ),
 )

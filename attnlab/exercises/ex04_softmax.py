@@ -47,6 +47,12 @@ _UNNORMALISED = (
     "divide each row by so that it adds up to 1?"
 )
 
+_LARGEST_IS_ONE = (
+    "Your rows don't sum to 1, and the largest weight of each row is exactly 1: that is "
+    "exp(x - max) not divided by anything yet, or the exponentials divided by the row's "
+    "largest one. What should each row be divided by so that it adds up to 1?"
+)
+
 _WHOLE_SUM = (
     "You divided by the sum of the whole array, so the entire array sums to 1 instead of "
     "each row. Along which axis should the sum run, so that each row is divided by its own "
@@ -111,7 +117,7 @@ SOFTMAX_MISTAKES = (
     ),
     Mistake(_WHOLE_SUM, lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum()),
     Mistake(_WHOLE_SUM, lambda x: softmax_unnormalised(x) / softmax_unnormalised(x).sum()),
-    Mistake(_UNNORMALISED, softmax_unnormalised),
+    Mistake(_LARGEST_IS_ONE, softmax_unnormalised),
     Mistake(_UNNORMALISED, np.exp),
     Mistake(
         _NO_KEEPDIMS,
@@ -178,6 +184,32 @@ def _softmax_sum_hint(got, want, inputs):
             "change the dtype, and which dtype did x have?"
         )
     return f"Each row of a softmax sums to 1, but your rows sum to {sums}."
+
+
+def _softmax_flat_row_hint(got, want, inputs):
+    """Rows of equal weights where the scores differ: most often the scores were clipped
+    (``np.clip``) to keep exp in range, which erases their gaps."""
+    if got.shape != want.shape or got.ndim != 2 or not np.isfinite(got.astype(np.float64)).all():
+        return None
+    if got.dtype.kind == "f" and got.dtype.itemsize < 4:  # float16 has its own message
+        return None
+    got = got.astype(np.float64)
+    flat = (np.ptp(got, axis=-1) < 1e-9) & (np.ptp(want, axis=-1) > 1e-3)
+    if not flat.any():
+        return None
+    rows = [str(r) for r in np.flatnonzero(flat)]
+    which = (
+        f"Row {rows[0]} of your result gives every key the same weight, but its scores differ"
+        if len(rows) == 1
+        else f"Rows {', '.join(rows[:-1])} and {rows[-1]} of your result give every key the "
+        "same weight, but their scores differ"
+    )
+    return (
+        f"{which}, and softmax depends on exactly those differences. Did you clip the scores "
+        "(`np.clip`) to keep `np.exp` in range? Clipping changes the gaps between scores: "
+        "a row whose scores all lie beyond the clip becomes a row of equal scores. Which "
+        "number, subtracted from each row, keeps every exponent ≤ 0 and changes no gap?"
+    )
 
 
 # ------------------------------------------------------- softmax_jacobian
@@ -396,6 +428,10 @@ def masked_cases() -> list[Case]:
     # Row 1 has every key blocked.
     empty = np.array([[3.0, 1.0, 2.0], [0.5, -1.0, 2.0], [1.0, 4.0, 0.0]])
     empty_keep = np.array([[True, True, False], [False, False, False], [True, False, True]])
+    # Kept scores near -1.3e36, below every usual finite fill (-1e4, -1e9, -9e15, -1e30):
+    # such a fill becomes the row's maximum. Powers of 2, so float32 holds them exactly.
+    deep = np.array([[-(2.0**120), -(2.0**120), 0.0, -(2.0**121)]])
+    deep_keep = np.array([[True, True, False, True]])
     return [
         Case(
             "x (3×4) with small entries, one mask for each row",
@@ -413,6 +449,8 @@ def masked_cases() -> list[Case]:
             {"x": far, "mask": far_keep},
         ),
         Case("x (3×3) with every key of row 1 blocked", {"x": empty, "mask": empty_keep}),
+        # Last, so that a plain -1e9 fill is first told about the row with no key left.
+        Case("x (1×4) whose kept scores lie far below -1e9", {"x": deep, "mask": deep_keep}),
     ]
 
 
@@ -547,6 +585,21 @@ def _mask_row_by_index(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
     )
 
 
+_FINITE_FILL = (
+    "You filled the blocked scores with a large finite number such as -1e9. That number is "
+    "far below only the scores above it: here every kept score lies below it, so a blocked "
+    "key has the largest score of its row, every kept exp(score - max) underflows to 0, and "
+    "the kept keys get no weight at all. Which fill lies below every score x can hold, "
+    "however negative?"
+)
+
+
+def _finite_fill_empty_rows_zeroed(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """A -1e9 fill, with the rows that keep no key set to zeros afterwards."""
+    keep = np.broadcast_to(np.asarray(mask, dtype=bool), np.shape(x))
+    return np.where(keep.any(axis=-1, keepdims=True), softmax_rows(np.where(keep, x, -1e9)), 0.0)
+
+
 _ONE_FLAG_PER_KEY = "Here the mask is 1-D, shape (m,): one flag per key, shared by every row."
 
 MASKED_MISTAKES = (
@@ -608,11 +661,21 @@ MASKED_MISTAKES = (
     ),
     Mistake(
         "You filled the blocked scores with a large finite number such as -1e9. That works "
+        "while a row keeps a key scoring above the fill, but a row with every key blocked "
+        "becomes a row of equal scores and spreads its weight evenly over keys it may not "
+        "see. What should a query with nothing to attend to get, so that its output is the "
+        "zero vector?",
+        lambda x, mask: softmax_rows(np.where(mask, x, -1e9)),
+    ),
+    Mistake(
+        "You filled the blocked scores with the most negative number of the type. That works "
         "while a row keeps a key, but a row with every key blocked becomes a row of equal "
         "scores and spreads its weight evenly over keys it may not see. What should a query "
         "with nothing to attend to get, so that its output is the zero vector?",
-        lambda x, mask: softmax_rows(np.where(mask, x, -1e9)),
+        lambda x, mask: softmax_rows(np.where(mask, x, np.finfo(np.asarray(x).dtype).min)),
     ),
+    Mistake(_FINITE_FILL, lambda x, mask: softmax_rows(np.where(mask, x, -1e9)) * mask),
+    Mistake(_FINITE_FILL, _finite_fill_empty_rows_zeroed),
 )
 
 
@@ -670,6 +733,27 @@ def _masked_nan_on_blocked_hint(got, want, inputs):
     return (
         "Your weights are right on the kept keys, but nan on blocked ones: a blocked score "
         "set to nan stays nan through exp. Which score has exp(score) = 0 exactly?"
+    )
+
+
+def _masked_overflow_hint(got, want, inputs):
+    """NaN on a row that keeps a key whose kept scores lie too far apart for exp: its
+    shift was not near the row's largest kept score (the smallest, say, or the mean)."""
+    if got.shape != want.shape or np.isfinite(got.astype(np.float64)).all():
+        return None
+    x = np.broadcast_to(np.asarray(inputs["x"], dtype=float), want.shape)
+    keep = np.broadcast_to(np.asarray(inputs["mask"], dtype=bool), want.shape)
+    spread = np.where(keep, x, -np.inf).max(axis=-1) - np.where(keep, x, np.inf).min(axis=-1)
+    bad = ~np.isfinite(got.astype(np.float64)).all(axis=-1) & keep.any(axis=-1)
+    wide = bad & (spread > EXP_LIMIT)
+    if not wide.any():
+        return None
+    row = int(np.argmax(wide))
+    return (
+        f"Your weights are nan on row {row}, which keeps a key. Its kept scores lie about "
+        f"{spread[row]:.3g} apart, so exp(score - shift) overflows to inf unless the shift is "
+        "close to the row's largest kept score, and inf / inf is NaN. Which number should "
+        "the shift be, so that every exponent is ≤ 0?"
     )
 
 
@@ -789,7 +873,7 @@ register(
         reference=softmax,
         shape_rule="the same shape as x, one probability per entry",
         mistakes=SOFTMAX_MISTAKES,
-        hints=(_softmax_overflow_hint, _softmax_sum_hint),
+        hints=(_softmax_overflow_hint, _softmax_sum_hint, _softmax_flat_row_hint),
         shape_hint=(
             "`.max(axis=-1)` and `.sum(axis=-1)` drop the last axis: for x of shape (n, m) "
             "they have shape (n,), which NumPy lines up with the last axis, of length m. How "
@@ -831,6 +915,7 @@ register(
             _masked_sum_hint,
             _masked_lost_row_hint,
             _masked_nan_on_blocked_hint,
+            _masked_overflow_hint,
             _masked_multiply_hint,
         ),
         error_hints=(

@@ -91,7 +91,7 @@ def _dot_on_batches(message: str, inputs: dict[str, Any]) -> bool:
 _DOT_ON_BATCHES = (
     "One shape in that error has more axes than Q: the scores of `np.dot`, which on arrays "
     "with more than two axes is not a batched product: it pairs every sequence with every "
-    "other. Which product in Section 7 acts on the last two axes only, batch by batch?"
+    "other. Which product in Section 6 acts on the last two axes only, batch by batch?"
 )
 
 
@@ -113,7 +113,7 @@ def _keepdims(axes: str) -> str:
 
 
 _LEADING_AXES = (
-    "Your code seems to assume two leading axes, a batch and a head, as Section 7's loops "
+    "Your code seems to assume two leading axes, a batch and a head, as Section 6's loops "
     "do: on a 2-D Q, `Q[b, h]` is a single number. It must work with none, one or two "
     "leading axes. Which operations act on the last two axes whatever comes in front?"
 )
@@ -129,7 +129,7 @@ _MORE_AXES_ASSUMED = (
 _FEWER_AXES_ASSUMED = (
     "Your code counts on fewer axes than these inputs have: unpacking `Q.shape` into a fixed "
     "list of names, or an einsum with one letter per axis, fits only one number of axes. "
-    "Here Q, K and V have batch or head axes in front, as in Section 7, and the same code "
+    "Here Q, K and V have batch or head axes in front, as in Section 6, and the same code "
     "must work without them too. Which index of `Q.shape` gives d_k whatever comes in "
     "front? (In an einsum, `...` stands for any leading axes.)"
 )
@@ -199,7 +199,7 @@ def attention_cases() -> list[Case]:
 def masked_attention_cases() -> list[Case]:
     # Every row of every mask allows some keys and blocks some, so an ignored or
     # inverted mask always changes the result. The last two cases carry batch and head
-    # axes in front, as Section 7 does, with one (n_q, n_k) mask shared by all of them;
+    # axes in front, as Section 6 does, with one (n_q, n_k) mask shared by all of them;
     # there `K.T` reverses every axis, where only the last two must swap.
     cases = _attention_cases(515, with_mask=True)
     rng = np.random.default_rng(525)
@@ -502,6 +502,31 @@ def _leak_hint(got, want, inputs):
     return None
 
 
+def _outside_values_hint(got, want, inputs):
+    """An output entry outside the range of its column of V. Weights that are ≥ 0 and sum
+    to 1 can never put it there (Section 1's bound), so the weights themselves are wrong:
+    log-softmax or tanh weights, say, which no mistake above names."""
+    got = np.asarray(got, dtype=float)
+    if got.shape != want.shape or not np.isfinite(got).all():
+        return None
+    V = np.asarray(inputs["V"], dtype=float)
+    low, high = V.min(axis=-2, keepdims=True), V.max(axis=-2, keepdims=True)
+    beyond = np.maximum(low - got, got - high)  # > 0 only outside the column's range
+    # float32 answers and rounding stay far inside this slack; a wrong weighting does not
+    if beyond.max() <= 1e-6 * (1.0 + float(np.abs(V).max())):
+        return None
+    index = tuple(int(k) for k in np.unravel_index(int(np.argmax(beyond)), got.shape))
+    *front, _, c = index
+    where = f"V[{', '.join(map(str, front))}]" if front else "V"
+    bounds = (*front, 0, c)
+    return (
+        f"Entry [{', '.join(map(str, index))}] of your output is {got[index]:.3g}, outside "
+        f"[{low[bounds]:.3g}, {high[bounds]:.3g}], the range of column {c} of {where}. By "
+        "Section 1, weights that are ≥ 0 and sum to 1 can never take an output there. Print "
+        "your weights for one query: are they all ≥ 0, and does each row sum to 1?"
+    )
+
+
 _overflow_hint = overflow_hint(
     "Your attention returned NaN or inf for large scores: exp(800) overflows to inf. "
     "Which number can you subtract from every score of a row without changing its "
@@ -518,7 +543,7 @@ register(
         reference=attention,
         shape_rule="one row per query and one column per value feature, (n_q, d_v)",
         mistakes=_common_mistakes(),
-        hints=(_overflow_hint,),
+        hints=(_overflow_hint, _outside_values_hint),
         shape_hint=_SHAPES,
         error_hints=((_row_total_without_keepdims, _keepdims("")),),
     ),
@@ -740,6 +765,20 @@ def _reach_hint(got, want, inputs):
     )
 
 
+# Code fitted to a triangle (`a, b, c = V`, or two coordinates unpacked from z) first fails
+# on the segment or the tetrahedron, where Python says only "values to unpack".
+_FIXED_ROWS = (
+    "Your code unpacks a fixed number of rows or coordinates, which fits the triangles "
+    "only. The check also tries a segment, V (2×1), and a tetrahedron, V (4×3): n = d_v + 1 "
+    "value rows with d_v coordinates each. Which way of finding the weights works for any "
+    "n? (Count the equations.)"
+)
+
+
+def _unpacked_a_triangle(message: str, inputs: dict[str, Any]) -> bool:
+    return "values to unpack" in message and inputs["V"].shape != (3, 2)
+
+
 SCORES_FOR_MISTAKES = (
     Mistake(
         "You returned the weights w themselves as scores. The softmax exponentiates its "
@@ -753,9 +792,10 @@ SCORES_FOR_MISTAKES = (
         lambda V, z: np.asarray(z, dtype=float).copy(),
     ),
     Mistake(
-        "Your weights give Σ_j w_j v_j = z but do not sum to 1 (a least-squares solution of "
-        "Vᵀ w = z alone). The softmax always divides by the sum, so your output is z / Σ_j "
-        "w_j, not z. Which equation says that the weights of an average sum to 1?",
+        "Your weights solve Σ_j w_j v_j = z alone (a least-squares solution of Vᵀ w = z), "
+        "without the equation that they sum to 1. Once they are divided by their sum, by you "
+        "or by the softmax, they mix the rows into z / Σ_j w_j, a point on the line from 0 "
+        "through z, not z itself. Which equation must the system hold as well?",
         lambda V, z: log_weights(np.log(np.linalg.lstsq(V.T, z, rcond=None)[0])),
     ),
     Mistake(
@@ -805,6 +845,7 @@ register(
         # learner's scores give instead.
         show_expected=False,
         show_returned=False,
+        error_hints=((_unpacked_a_triangle, _FIXED_ROWS),),
     ),
 )
 # ----------------------------------------------------------- attention_by_hand
@@ -854,6 +895,9 @@ def by_hand_slips() -> list[Slip]:
     return [
         slip(_by_hand(divisor=1.0), "That is the output without the division by √d_k. With "
              "d_k = 4, what do the scores become?"),
+        slip(_by_hand(divisor=0.5), "You multiplied the scores by √4 = 2 instead of "
+             "dividing: that makes them larger, where the scaling is there to shrink them. "
+             "What do the three scores become when you divide them by 2?"),
         slip(_by_hand(divisor=4.0), "You divided the scores by d_k = 4. By what does "
              "scaled dot-product attention divide them?"),
         slip(_by_hand(divisor=np.sqrt(3)), "You divided the scores by √3, the root of the "
@@ -973,7 +1017,7 @@ register(
         shape_rule="the leading batch and head axes of Q, then one row per query and one "
         "column per value feature, (..., n_q, d_v)",
         mistakes=BATCH_MISTAKES + MASK_MISTAKES + _common_mistakes(),
-        hints=(_leak_hint, _overflow_hint),
+        hints=(_leak_hint, _overflow_hint, _outside_values_hint),
         shape_hint=_BATCHED_SHAPES,
         index_hint=(
             "Indexing S with the (n_q, n_k) mask works only while S is 2-D too. With batch "

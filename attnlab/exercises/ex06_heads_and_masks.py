@@ -35,7 +35,7 @@ from .arrays import (
     softmax_columns,
     softmax_rows,
 )
-from .messages import Fail
+from .messages import Fail, array_block
 from .registry import register
 
 LESSON = "notebooks/06_heads_and_masks.ipynb"
@@ -172,6 +172,12 @@ def _several_heads_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any
     )
 
 
+_CAUSAL_BY_HABIT = (
+    "Each of your queries reads only itself and the tokens before it, as with a causal "
+    "mask. Does this exercise's formula have a mask, and which keys may every query "
+    "read here?"
+)
+
 _HEAD_COLUMNS = (
     "Head h owns one block of d_head neighbouring columns of Q = X W_Q (and of K and V). "
     "Which columns are head 1's when d_head = 3?"
@@ -284,12 +290,7 @@ MHA_MISTAKES = (
         "weights must sum to 1: one query's over the keys, or one key's over the queries?",
         _wrong(weights=_softmax_each_column),
     ),
-    Mistake(
-        "Each of your queries reads only itself and the tokens before it, as with a causal "
-        "mask. Does this exercise's formula have a mask, and which keys may every query "
-        "read here?",
-        _wrong(weights=_softmax_causal),
-    ),
+    Mistake(_CAUSAL_BY_HABIT, _wrong(weights=_softmax_causal)),
     Mistake(
         "You multiplied by W_O transposed. Every W in this course multiplies from the "
         "right, as in X W_Q: which way round does W_O go?",
@@ -416,6 +417,7 @@ GQA_MISTAKES = (
         "with a key: how many terms does each of those sums have?",
         _gqa_wrong(divisor=lambda Q, V: V.shape[-1]),
     ),
+    Mistake(_CAUSAL_BY_HABIT, _gqa_wrong(weights=_softmax_causal)),
     Mistake(
         "Your softmax runs over the queries (axis −2), so each column of weights sums to 1. "
         "Which weights should sum to 1: those one query gives the keys, or those one key "
@@ -482,6 +484,31 @@ def _none_right_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) 
         f"{', '.join(str(k) for k in read)}. With {H} query heads sharing {H_kv} key/value "
         f"heads in groups of {H // H_kv} neighbours, which key/value head should query head 0 "
         f"read, and which should the last one read?"
+    )
+
+
+def _first_wrong_head_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """For an answer no named slip or head hint explains: the first wrong query head's
+    output, expected and returned, so that the learner has numbers to trace by hand (the
+    exercise prints no whole arrays)."""
+    if got.shape != want.shape or got.ndim < 3 or not np.isfinite(got.astype(float)).all():
+        return None
+    H = inputs["Q"].shape[-3]
+    every = not any(matches(np.take(got, h, axis=-3), np.take(want, h, axis=-3)) for h in range(H))
+    wrong = [i for i in np.ndindex(*got.shape[:-2]) if not matches(got[i], want[i])]
+    if not wrong:
+        return None
+    index = wrong[0]
+    *lead, h = index
+    where = f"query head {h}"
+    if lead:  # the batch axes in front of the heads
+        where += f" of sequence {lead[0] if len(lead) == 1 else tuple(lead)}"
+    return (
+        f"Your `grouped_query_attention` returns the right shape but different numbers"
+        f"{', in every query head' if every else ''}. For {where}, the output should be\n"
+        f"{array_block(want[index])}\nand yours is\n{array_block(got[index])}\n"
+        f"Work through that one head by hand: which key/value head does it read, what are "
+        f"its scores divided by, and which keys may each query read?"
     )
 
 
@@ -689,6 +716,12 @@ MASK_MISTAKES = (
         lambda lengths, n: _real_keys(lengths, n)[:, None, :] & np.tri(n, k=-1, dtype=bool),
     ),
     Mistake(
+        "Your causal part reaches one diagonal too far: each query also sees the key just "
+        "after it, as `np.tri(n, k=1)` or `np.tril(…, k=1)` gives (a sequence of length 1 "
+        "hides it: its only real key is key 0). Is key i + 1 in query i's past?",
+        lambda lengths, n: _real_keys(lengths, n)[:, None, :] & np.tri(n, k=1, dtype=bool),
+    ),
+    Mistake(
         "Your mask is True where a query may *not* attend: the opposite convention, the one "
         "PyTorch's nn.MultiheadAttention uses for a bool mask. In this course, and in "
         "F.scaled_dot_product_attention, True means *may attend*. What does one `~` do?",
@@ -854,7 +887,7 @@ register(
         reference=grouped_query_attention,
         shape_rule="one output per query head, (..., H, n_q, d_v), like Q with d_v columns",
         mistakes=GQA_MISTAKES,
-        hints=(_heads_hint, _none_right_hint),
+        hints=(_heads_hint, _none_right_hint, _first_wrong_head_hint),
         error_hints=_GQA_ERRORS,
         shape_hint=(
             "Two things must line up: Q's last axis with K's (d_k, for the scores), and the "

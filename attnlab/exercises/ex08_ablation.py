@@ -59,7 +59,7 @@ def _one_softmax_over_everything(p, g):
 
 BACKWARD_MISTAKES = (
     Mistake(
-        "You returned grad_p unchanged. Softmax sits between x and p, so the gradient has to "
+        "You returned grad_p unchanged. Softmax sits between s and p, so the gradient has to "
         f"pass through it: every entry depends on the whole row. {_FORMULA}",
         lambda p, g: g,
     ),
@@ -218,6 +218,13 @@ GRAD_Q_MISTAKES = (
         "not the scores. It has to pass through the softmax first: which function of this "
         f"lesson does that? {_CHAIN}",
         lambda Q, K, V, G, scale: scale * (G @ V.T) @ K,
+    ),
+    Mistake(
+        "You skipped both the softmax step and the factor `scale`: G Vᵀ is ∂L/∂P, the "
+        "gradient with respect to the weights, so it has to pass through the softmax to "
+        "reach the scores, and S = scale · Q Kᵀ brings the factor scale back on the way to "
+        f"Q. {_CHAIN}",
+        lambda Q, K, V, G, scale: (G @ V.T) @ K,
     ),
     Mistake(
         "Your softmax step stops at P ⊙ ∂L/∂P: it leaves out the term each row subtracts, "

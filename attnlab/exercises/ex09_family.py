@@ -155,9 +155,35 @@ RELATIVE_MISTAKES = (
 
 
 @dataclass(frozen=True)
-class ShapeHintCheck(ArrayCheck):
-    """An ArrayCheck that adds ``shape_hint`` to a result of the wrong shape too, not only
-    to an error: a 1-D index array, or the table itself, returns without complaint."""
+class FractionsCheck(ArrayCheck):
+    """An ArrayCheck that names a result of whole numbers where the answer has fractions,
+    before any mistake and before the "only zeros" message: an integer array the learner
+    filled (made with ``dtype=int``, or ``np.zeros_like`` of integer positions or
+    distances) keeps only the whole part of every value stored in it, and small biases
+    all become 0, which is not a placeholder."""
+
+    whole_numbers_hint: str = ""
+
+    def _diagnosis(self, got, want, case: Case, name: str, elsewhere=lambda: []) -> str:
+        fractions = want.dtype.kind == "f" and not np.array_equal(want, np.trunc(want))
+        same_shape = got.shape == want.shape  # a wrong shape is named first
+        if self.whole_numbers_hint and got.dtype.kind in "iu" and fractions and same_shape:
+            return self.whole_numbers_hint
+        return super()._diagnosis(got, want, case, name, elsewhere)
+
+
+_FILLED_AN_INTEGER_ARRAY = (
+    "every value was rounded toward 0 on the way{zeros}. An array made with `dtype=int`, "
+    "or with `np.zeros_like` of an array of whole numbers such as {whole}, keeps only the "
+    "whole part of every value you store in it, without a warning. Which array did you "
+    "fill, and what is its dtype?"
+)
+
+
+@dataclass(frozen=True)
+class ShapeHintCheck(FractionsCheck):
+    """A FractionsCheck that adds ``shape_hint`` to a result of the wrong shape too, not
+    only to an error: a 1-D index array, or the table itself, returns without complaint."""
 
     def _diagnosis(self, got, want, case: Case, name: str, elsewhere=lambda: []) -> str:
         message = super()._diagnosis(got, want, case, name, elsewhere)
@@ -181,6 +207,11 @@ register(
             "row of them broadcasts to the (n, n) differences i − j. How do you turn "
             "`np.arange(n)`, of shape (n,), into a column of shape (n, 1) and a row of "
             "shape (1, n)?"
+        ),
+        whole_numbers_hint=(
+            "Your result holds only whole numbers, but the biases in the table have "
+            "fractions: "
+            + _FILLED_AN_INTEGER_ARRAY.format(zeros="", whole="the positions or your indices")
         ),
         # Error hints, not index_hint: an index array of floats raises an IndexError too,
         # which is not about the table's end.
@@ -470,12 +501,19 @@ register(
     solutions.alibi_biases,
     "alibi_biases(n, H) -> B with B[h, i, j] = −m_h · |i − j| for heads h = 0 … H − 1, "
     "ALiBi's slopes from the steepest, shape (H, n, n)",
-    ArrayCheck(
+    FractionsCheck(
         alibi_cases,
         reference=alibi_biases_reference,
         shape_rule="one (n, n) bias matrix per head, heads first: (H, n, n)",
         mistakes=ALIBI_MISTAKES,
         hints=(_last_head_hint, _slopes_hint, _causal_hint),
+        whole_numbers_hint=(
+            "Your result holds only whole numbers, but ALiBi's slopes are fractions below 1, "
+            "and so are most of its biases: "
+            + _FILLED_AN_INTEGER_ARRAY.format(
+                zeros=", most of them to 0", whole="the distances |i − j|"
+            )
+        ),
         error_hints=(
             (_integer_power, _INTEGER_POWER_HINT),
             (_one_head_short_reshape, _ONE_HEAD_SHORT),

@@ -17,9 +17,12 @@ Memory is not work: a loop over the queries, each scored against every key, stay
 linear memory while doing n_q × n_k work. Timing cannot tell the two apart reliably on
 a busy machine (the linear order's time from n to 4n grows by 4 to 8 at these sizes,
 such a loop's by about 10), so the PASS certifies the memory only and asks the learner
-about the work. ``causal_linear_attention`` gets the same memory stage on 2000 tokens, so
-that the masked quadratic order (an (n, n) matrix, and an (n, n) mask) cannot pass for the
-recurrence.
+about the work; an answer that runs out of time there is asked about work per pair, not
+about an endless loop. ``causal_linear_attention`` gets the same memory stage on 2000
+tokens, so that the masked quadratic order (an (n, n) matrix, and an (n, n) mask) cannot
+pass for the recurrence, and a second one on 512 tokens with d_k = d_v = 64, where a
+(d_k, d_v) matrix kept for every token (every S_i, or a cumulative sum over all of them)
+needs 16 MiB: the state must not grow with the tokens.
 
 Lesson: ``notebooks/10_in_practice.ipynb``.
 """
@@ -46,7 +49,7 @@ from .arrays import (
     softmax_rows,
 )
 from .calling import call_answer, silenced
-from .messages import CheckResult, Fail
+from .messages import CheckResult, Fail, TooSlow
 from .registry import register
 
 LESSON = "notebooks/10_in_practice.ipynb"
@@ -122,6 +125,17 @@ _NO_ROOT_D = (
     "lesson's o_i asks for √d_k?"
 )
 
+
+def _one_side(with_phi: str, without: str) -> str:
+    return (
+        f"You put the {with_phi} through φ but not the {without}: your similarity is one "
+        "feature vector against raw entries, which can be negative, so a weight or a "
+        "whole denominator can be negative or 0. κ(q, k) = φ(q)·φ(k) is positive because "
+        f"*both* sides go through φ(x) = elu(x) + 1. Where in your code do the {without} "
+        "go through φ?"
+    )
+
+
 LINEAR_MISTAKES = (
     Mistake(
         "You left out the denominator: the numerator alone is a weighted *sum* of the "
@@ -166,6 +180,14 @@ LINEAR_MISTAKES = (
         "positive everywhere, so every weight is too. Where in your code do Q and K go "
         "through φ?",
         _with(lambda x: x),
+    ),
+    Mistake(
+        _one_side("queries", "keys"),
+        lambda Q, K, V: _with(lambda x: x)(elu_feature(Q), K, V),
+    ),
+    Mistake(
+        _one_side("keys", "queries"),
+        lambda Q, K, V: _with(lambda x: x)(Q, elu_feature(K), V),
     ),
     Mistake(
         "You used elu(x) without the + 1: elu is negative for x < 0, so weights can be "
@@ -239,6 +261,11 @@ LINEAR_MISTAKES = (
 LARGE_N, LARGE_D = 2000, 4
 # An (n, n) float64 matrix at LARGE_N is 32 MB (31 MiB); the linear order needs a few (n, d) arrays.
 MEMORY_LIMIT = 8 * 2**20
+# The state stage of causal_linear_attention: at d_k = d_v = 64 one (d_k, d_v) matrix per
+# token, STATE_N of them, is 16 MiB, twice the limit, while the recurrence's own arrays
+# (Q, K, V, φ(Q), φ(K) and the output, (n, 64) each) stay near 2 MiB. Kept small in n: an
+# answer that walks through S entry by entry in Python is slow under tracemalloc.
+STATE_N, STATE_D = 512, 64
 
 
 @dataclass(frozen=True)
@@ -248,51 +275,109 @@ class MemoryCheck(ArrayCheck):
 
     ``seed`` draws the large Q, K and V; ``sizes`` names them in messages ("queries and
     keys", "tokens"); ``quadratic`` says where an (n, n) array comes from and asks the
-    question; ``passed_note`` is added to a PASS.
+    question; ``slow`` is the question for an answer that runs out of time there (it gave
+    the right numbers on the small inputs, so the likely cause is work per pair, not an
+    endless loop); ``passed_note`` is added to a PASS. ``state_stage`` adds a second large
+    input, STATE_N tokens with d_k = d_v = STATE_D, on which a copy of the (d_k, d_v)
+    state for every token no longer fits under the limit.
     """
 
     seed: int = 0
     sizes: str = "tokens"
     quadratic: str = ""
+    slow: str = ""
     passed_note: str = ""
+    state_stage: bool = False
 
-    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
-        result = super().__call__(answer, name=name, timeout=timeout)
-        if not result.passed:
-            return result
+    def _measure(self, answer, name: str, timeout, n: int, d: int, where: str, slow: str | None):
+        """The answer's peak memory on seeded (n, d) inputs, once its numbers are right
+        there; past the time limit, a Fail that asks ``slow`` (None: TooSlow itself)."""
         rng = np.random.default_rng(self.seed)
-        inputs = {k: rng.normal(size=(LARGE_N, LARGE_D)) for k in ("Q", "K", "V")}
+        inputs = {k: rng.normal(size=(n, d)) for k in ("Q", "K", "V")}
         try:
             with silenced():
                 value, peak = measured_peak(
                     lambda: call_answer(answer, inputs, name=name, timeout=timeout)
                 )
-        except Fail as fail:
-            return CheckResult(False, fail.message, name)
-        matrix = LARGE_N * LARGE_N * 8
-        if peak > MEMORY_LIMIT:
-            return CheckResult(
-                False,
-                f"Your `{name}` gives the right numbers, but on {LARGE_N} {self.sizes} "
-                f"(d = {LARGE_D}) it needed {peak / 2**20:.0f} MiB at its peak, where one "
-                f"{LARGE_N} × {LARGE_N} matrix is {matrix / 2**20:.0f} MiB: somewhere it "
-                + self.quadratic,
-                name,
-            )
+        except TooSlow as stop:
+            if slow is None:
+                raise
+            background = stop.message[stop.message.find(" It is still running") :]
+            raise Fail(
+                f"Your `{name}` gives the right numbers on the small inputs, but on {where} "
+                f"it ran past the time limit of {timeout:g} s and was stopped. "
+                + slow
+                + (background if " It is still running" in stop.message else "")
+            ) from None
         want = self.reference(*inputs.values())
         if not np.allclose(np.asarray(value, dtype=float), want, rtol=1e-4, atol=1e-6):
-            return CheckResult(
-                False,
-                f"Your `{name}` is right on the small inputs but not on {LARGE_N} "
-                f"{self.sizes}; does it use a fixed size somewhere?",
-                name,
+            raise Fail(
+                f"Your `{name}` is right on the small inputs but not on {where}; does it "
+                "use a fixed size somewhere?"
             )
-        return CheckResult(
-            True,
-            result.message + f"\n\nAnd its memory stays linear: on {LARGE_N} {self.sizes} its peak "
-            f"was under {MEMORY_LIMIT / 2**20:.0f} MiB, where one {LARGE_N} × {LARGE_N} "
-            f"matrix is {matrix / 2**20:.0f} MiB." + self.passed_note,
-            name,
+        return peak
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
+        result = super().__call__(answer, name=name, timeout=timeout)
+        if not result.passed:
+            return result
+        matrix = LARGE_N * LARGE_N * 8
+        limit = f"{MEMORY_LIMIT / 2**20:.0f} MiB"
+        try:
+            peak = self._measure(
+                answer, name, timeout, LARGE_N, LARGE_D, f"{LARGE_N} {self.sizes}", self.slow
+            )
+            if peak > MEMORY_LIMIT:
+                raise Fail(
+                    f"Your `{name}` gives the right numbers, but on {LARGE_N} {self.sizes} "
+                    f"(d = {LARGE_D}) it needed {peak / 2**20:.0f} MiB at its peak, where one "
+                    f"{LARGE_N} × {LARGE_N} matrix is {matrix / 2**20:.0f} MiB: somewhere it "
+                    + self.quadratic
+                )
+            passed = (
+                f"\n\nAnd its memory stays linear: on {LARGE_N} {self.sizes} its peak was "
+                f"under {limit}, where one {LARGE_N} × {LARGE_N} matrix is "
+                f"{matrix / 2**20:.0f} MiB"
+            )
+            passed += "." + self.passed_note
+            if self.state_stage:
+                passed += self._state_stage(answer, name, timeout)
+        except Fail as fail:
+            return CheckResult(False, fail.message, name)
+        return CheckResult(True, result.message + passed, name)
+
+    def _state_stage(self, answer, name: str, timeout) -> str:
+        where = f"{STATE_N} tokens with d_k = d_v = {STATE_D}"
+        states = STATE_N * STATE_D * STATE_D * 8
+        one = (STATE_D * STATE_D + STATE_D) * 8
+        try:
+            peak = self._measure(answer, name, timeout, STATE_N, STATE_D, where, None)
+        except TooSlow as stop:
+            # Right on every input so far, only slow at d = 64: not a reason to fail it.
+            background = stop.message[stop.message.find(" It is still running") :]
+            return (
+                f"\n\nOn {where}, though, it ran past the time limit of {timeout:g} s, so "
+                "its state could not be measured there. A loop over the tokens that updates "
+                "S and z with whole-array operations finishes there far within the limit: "
+                "does yours go through S one entry at a time, in Python? Which single NumPy "
+                "operation gives all of φ(k_i) v_iᵀ at once?"
+                + (background if " It is still running" in stop.message else "")
+            )
+        if peak > MEMORY_LIMIT:
+            raise Fail(
+                f"Your `{name}` gives the right numbers and never forms an (n, n) array, but "
+                f"on {where} it needed {peak / 2**20:.0f} MiB at its peak, where one state, S "
+                f"and z, is {one / 2**10:.1f} KiB and a (d_k, d_v) matrix for each of the "
+                f"{STATE_N} tokens is {states / 2**20:.0f} MiB: it seems to keep a matrix per "
+                "token, such as every S_i or every φ(k_i) v_iᵀ. The recurrence needs only the "
+                "current S and z, whatever the number of tokens: that is what lets a decoder "
+                "generate with a state of fixed size. Which of your arrays grows with the "
+                "number of tokens, and does the next token need it?"
+            )
+        return (
+            f"\n\nAnd your state does not grow with the tokens: on {where} the peak was "
+            f"under {MEMORY_LIMIT / 2**20:.0f} MiB too, where a (d_k, d_v) matrix for each "
+            f"token would be {states / 2**20:.0f} MiB."
         )
 
 
@@ -313,6 +398,12 @@ register(
             "products? And in the lesson's o_i, φ(q_i) comes out of both sums, the "
             "numerator's and the denominator's: what is left inside each once it is taken "
             "out, and does it depend on i?"
+        ),
+        slow=(
+            "The regrouped order finishes there far within the limit. Does yours compute "
+            f"φ(q_i)·φ(k_j) for each pair, one at a time? On {LARGE_N} queries and "
+            f"{LARGE_N} keys that is {LARGE_N * LARGE_N / 1e6:.0f} million products, the "
+            "quadratic work this exercise is about. " + _FROM_THE_FORMULA
         ),
         passed_note=(
             " Memory is what this check measures, not work: does your function compute "
@@ -460,6 +551,21 @@ CAUSAL_MISTAKES = (
         _recurrence(phi=lambda x: x),
     ),
     Mistake(
+        _one_side("queries", "keys"),
+        lambda Q, K, V: _recurrence(phi=lambda x: x)(elu_feature(Q), K, V),
+    ),
+    Mistake(
+        _one_side("keys", "queries"),
+        lambda Q, K, V: _recurrence(phi=lambda x: x)(Q, elu_feature(K), V),
+    ),
+    Mistake(
+        "Each of your rows reads the keys from its own token to the *last*: query i sees "
+        "keys j ≥ i, the future, and not the ones before it. It looks as if your loop ran "
+        "from the last token to the first. In a decoder, which tokens are already in the "
+        "state when token i is read, and in which order do they arrive?",
+        lambda Q, K, V: _recurrence()(Q[::-1], K[::-1], V[::-1])[::-1],
+    ),
+    Mistake(
         "Your S and z start at ones, so before token 0 your state already holds a key and "
         "a value that no token brought, and every row is pulled towards them. S_i and z_i "
         "are running sums over the tokens up to i: before token 0 they sum over no token "
@@ -571,6 +677,16 @@ register(
             "one: what does your loop carry from one token to the next, and which shape "
             "has it?"
         ),
+        slow=(
+            "The recurrence, one step per token, finishes there far within the limit. Does "
+            "your loop score query i against each earlier key, φ(q_i)·φ(k_j) one j at a "
+            f"time? That is about {LARGE_N * LARGE_N / 2e6:.0f} million products on "
+            f"{LARGE_N} tokens, where reading the state S_i and z_i needs none. Or does it "
+            "go through S one entry at a time, in Python, where one NumPy operation gives "
+            "all of φ(k_i) v_iᵀ? What does your loop carry from one token to the next, and "
+            "how does it update it?"
+        ),
+        state_stage=True,
         passed_note=(
             " Memory is what this check measures, not work: does your loop score query i "
             "against every earlier key, φ(q_i)·φ(k_j) for each j ≤ i? That is about n²/2 "
@@ -804,12 +920,16 @@ def _bias_before_scale(q, k, attn_mask, is_causal, scale):
     return softmax(S * c)
 
 
+_INVERTED_BOOL = (
+    "Your bool mask works the wrong way round: it hides the keys marked True and keeps "
+    "the others. In `F.scaled_dot_product_attention`, as in `attnlab`, True means *may "
+    "attend* (it is nn.MultiheadAttention that reads True as *ignore*). Which keys should "
+    "get a score of −∞?"
+)
+
 SDPA_MISTAKES = (
     Mistake(
-        "Your bool mask works the wrong way round: it hides the keys marked True and keeps "
-        "the others. In `F.scaled_dot_product_attention`, as in `attnlab`, True means *may "
-        "attend* (it is nn.MultiheadAttention that reads True as *ignore*). Which keys should "
-        "get a score of −∞?",
+        _INVERTED_BOOL,
         _slip(on_bool=lambda S, m: np.where(m, -np.inf, S)),
     ),
     Mistake(
@@ -952,6 +1072,20 @@ def _zeroed_scores(got, want, inputs: dict[str, Any]) -> str | None:
     )
 
 
+def _inverted_bool_mask(got, want, inputs: dict[str, Any]) -> str | None:
+    # nn.MultiheadAttention's reading of a bool mask, True = ignore. A hint, not only a
+    # Mistake: an answer that reads the mask this way usually builds its own causal mask
+    # to match (True above the diagonal), so its is_causal case is right and no single
+    # slip of the reference explains both cases.
+    mask = inputs["attn_mask"]
+    if mask is None or np.asarray(mask).dtype != np.bool_ or got.shape != want.shape:
+        return None
+    q, k, scale = inputs["q"], inputs["k"], inputs["scale"]
+    c = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    S = q @ np.swapaxes(k, -1, -2) * c
+    return _INVERTED_BOOL if matches(got, softmax(np.where(mask, -np.inf, S))) else None
+
+
 def _none_used(message: str, inputs: dict[str, Any]) -> bool:
     return "NoneType" in message
 
@@ -971,7 +1105,7 @@ register(
         reference=sdpa_weights_reference,
         shape_rule="one row of weights per query, one column per key: (…, n_q, n_k)",
         mistakes=SDPA_MISTAKES,
-        hints=(_zeroed_after_softmax, _zeroed_scores),
+        hints=(_inverted_bool_mask, _zeroed_after_softmax, _zeroed_scores),
         shape_hint=(
             "q is (…, n_q, d_k) and k is (…, n_k, d_k), here with a heads axis in front. "
             "`k.T` reverses *every* axis of a 3-D array, the heads' too: how do you swap "

@@ -2,10 +2,10 @@
 
 Linear attention with the feature map elu(x) + 1, in both orders of multiplication,
 its causal form as a recurrence, and what it cannot do that softmax can; the causal
-mask aligned at the bottom right, and which of PyTorch's backends can run a call; the
-attention entropy of the model of lesson 08 during training, per head (the notebook
-trains with BLAS on one thread, lesson 07's ``one_blas_thread``, re-exported here). The
-figure functions only draw numbers the notebook computed in the cell that calls them.
+mask aligned at the bottom right, which of PyTorch's backends can run a call and which
+one it picks; the attention entropy of the model of lesson 08 during training, per head
+(the notebook trains with BLAS on one thread, lesson 07's ``one_blas_thread``, re-exported
+here). The figure functions only draw numbers the notebook computed in the cell that calls them.
 
 Lesson: ``notebooks/10_in_practice.ipynb``.
 """
@@ -295,3 +295,27 @@ def sdpa_backends(calls: dict) -> dict[str, list[str]]:
                 continue
             found[label].append(name.lower())
     return found
+
+
+def sdpa_choice(kwargs: dict) -> str | None:
+    """The backend PyTorch picks for one call of ``F.scaled_dot_product_attention``.
+
+    ``kwargs``: the call's keyword arguments (``query``, ``key``, ``value`` and the
+    options). Asks ``torch._fused_sdp_choice``, the function PyTorch's own dispatch
+    consults, with the backends allowed at the time of the call. It is private, so it
+    may change or disappear in another version: then the answer is None. Otherwise the
+    backend's name in lower case, as :func:`sdpa_backends` lists them ("math",
+    "flash_attention", ...).
+
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    import torch
+    from torch.nn.attention import SDPBackend
+
+    choose = getattr(torch, "_fused_sdp_choice", None)
+    if choose is None:
+        return None
+    try:
+        return SDPBackend(choose(**kwargs)).name.lower()
+    except (TypeError, ValueError, RuntimeError, AttributeError):
+        return None

@@ -284,7 +284,9 @@ def loss_and_grads(params: Mapping[str, np.ndarray], task: Task, batch: Batch, s
     f = forward(params, task, batch, scale)
     loss, grad_z = softmax_cross_entropy(f.logits, batch.target)
     grad_o, grad_W_O = linear_backward(f.o, params["W_O"], grad_z[..., None, :])
-    grad_q, grad_K, grad_V = attention_backward(f.q_in, f.K, f.V, grad_o, scale=f.attention_scale)
+    grad_q, grad_K, grad_V = attention_backward(
+        f.q_in, f.K, f.V, grad_o, scale=f.attention_scale, weights=f.weights
+    )
     if f.scale.ndim:  # q_in = scale·q
         grad_q = grad_q * f.scale.reshape(-1, 1, 1, 1)
     grads = {

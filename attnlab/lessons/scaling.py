@@ -190,38 +190,44 @@ def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 20_000, seed:
 
 
 def query_gradient_norms(
-    d_ks=(16, 64, 256, 1024), n_keys: int = 16, n_rows: int = 2000, seed: int = 20
-) -> tuple[np.ndarray, np.ndarray]:
-    """Median length of the gradient that reaches the query, raw and divided by √d_k.
+    d_ks=(16, 64, 256, 1024),
+    alphas=(0.0, 0.5, 1.0),
+    n_keys: int = 16,
+    n_rows: int = 2000,
+    seed: int = 20,
+) -> np.ndarray:
+    """Median length of the gradient that reaches the query, for divisors τ = d_k^α.
 
     For each row: a query q and ``n_keys`` keys K (rows k_j) with N(0, 1) entries, the
-    weights ``p = softmax(K q / τ)`` with τ = 1 (raw) or τ = √d_k (scaled), and a random
-    upstream gradient ∂L/∂p ~ N(0, I) at the weights. The chain rule through the softmax
-    Jacobian J = diag(p) − p pᵀ (symmetric) and s = K q gives
+    weights ``p = softmax(K q / τ)`` with τ = d_k^α (α = 0: the raw scores, ½: ÷ √d_k,
+    1: ÷ d_k), and a random upstream gradient ∂L/∂p ~ N(0, I) at the weights. The chain
+    rule through the softmax Jacobian J = diag(p) − p pᵀ (symmetric) and s = K q gives
     ``∂L/∂q = Kᵀ (J ∂L/∂p) / τ``, with ``J ∂L/∂p = p ⊙ (∂L/∂p − p · ∂L/∂p)``; the
-    result is ‖∂L/∂q‖.
+    result is ‖∂L/∂q‖. The keys have length about √d_k, so while J stays away from 0
+    it scales like √d_k / d_k^α = d_k^(½ − α). Every α sees the same draws.
 
-    Shapes: ``d_ks (m,)`` → ``(raw (m,), scaled (m,))``, medians over ``n_rows`` rows.
+    Shapes: ``d_ks (m,)``, ``alphas (a,)`` → ``(a, m)``, medians over ``n_rows`` rows.
 
     Lesson: ``notebooks/03_scaling.ipynb`` (Section 7).
     """
-    medians = np.empty((2, len(d_ks)))
+    medians = np.empty((len(alphas), len(d_ks)))
     for i, d_k in enumerate(d_ks):
         rng = np.random.default_rng(seed + i)
-        norms = np.empty((2, n_rows))
+        norms = np.empty((len(alphas), n_rows))
         for start in range(0, n_rows, _CHUNK):
             m = min(_CHUNK, n_rows - start)
             q = rng.standard_normal((m, d_k))
             K = rng.standard_normal((m, n_keys, d_k))
             grad_p = rng.standard_normal((m, n_keys))  # ∂L/∂p
             s = np.einsum("rjd,rd->rj", K, q)
-            for row, tau in enumerate((1.0, np.sqrt(d_k))):
+            for row, alpha in enumerate(alphas):
+                tau = float(d_k) ** alpha
                 p = softmax(s / tau)
                 grad_s = p * (grad_p - (p * grad_p).sum(axis=-1, keepdims=True)) / tau
                 grad_q = np.einsum("rjd,rj->rd", K, grad_s)
                 norms[row, start : start + m] = np.linalg.norm(grad_q, axis=-1)
         medians[:, i] = np.median(norms, axis=-1)
-    return medians[0], medians[1]
+    return medians
 
 
 def power_variances(d_ks=DK_GRID, powers=POWERS, n_samples: int = 4000, seed: int = 5):

@@ -468,8 +468,10 @@ def seed_survey(seeds: int = 20) -> None:
     by at most that factor, so a bound near 1 allows a slow collapse); how many distinct points
     seed 3 has after 15; the median and smallest spread kept with the residual connection
     Z + attention(Z) after 3, 6 and 10 layers; for seed 13, ‖Z − z̄‖ and the growth of
-    ‖z̄‖ (z̄ the mean point) per layer; and whether, with the residual connection, no
-    distance between two points of any seed shrank in any of 10 layers.
+    ‖z̄‖ (z̄ the mean point) per layer, and the smallest weight any query of layers 3 to 10
+    puts on point 0 (1.000: that point takes all the weight, so every point gets the same
+    vector added); and whether, with the residual connection, no distance between two
+    points of any seed shrank in any of 10 layers.
 
     Lesson: ``notebooks/05_values.ipynb`` (the optional note of Section 5).
     """
@@ -499,6 +501,9 @@ def seed_survey(seeds: int = 20) -> None:
         grew = f", ‖z̄‖ × {size[k] / size[k - 1]:.2f} since the layer before" if k else ""
         gap = np.linalg.norm(seed13[k] - seed13[k].mean(axis=0))
         print(f"seed 13, layer {k:2}: ‖Z − z̄‖ = {gap:.3g}{grew}")
+    # 1 − 9e-11 at layer 3 and 1 after it: "1.000" whatever the last bits
+    least = min(float(stacked_weights(Z)[:, 0].min()) for Z in seed13[3:])
+    print(f"seed 13, layers 3 to 10: smallest weight a query puts on point 0: {least:.3f}")
     never = True
     for Z in starts:
         run = stacked_attention(Z, 10, residual=True)

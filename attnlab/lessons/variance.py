@@ -56,7 +56,7 @@ def dot_product_samples(
     sigma_q: float = 1.0,
     sigma_k: float = 1.0,
 ) -> np.ndarray:
-    """``n`` independent dot products q·k of random vectors of length ``d_k``.
+    """``n`` independent dot products q·k of random vectors with ``d_k`` entries each.
 
     Formula: each sample is ``Σ_i q_i k_i`` with every q_i = σ_q·X and k_i = σ_k·Y,
     X and Y drawn independently by :func:`unit_components` (mean 0, variance 1), so
@@ -327,7 +327,7 @@ def plot_variance_vs_dk(
     ticks = 2.0 ** np.array([e for e in range(int(lo), int(hi) + 1) if e % step == 0])
     ax.set_yticks(ticks, [f"{v:g}" for v in ticks])
     ax.minorticks_off()
-    ax.set_xlabel("d_k (length of q and k)")
+    ax.set_xlabel("d_k (size of q and k)")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)

@@ -24,7 +24,7 @@ FACTORIES = {
     "pattern_gallery": "heads_and_masks",
     "mask_builder": "heads_and_masks",
     "online_softmax_stepper": "cost_and_tiling",
-    "initial_attention": "ablation",
+    "training_attention": "ablation",
     "reach_explorer": "family",
     "family_explorer": "family",
 }

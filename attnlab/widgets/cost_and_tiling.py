@@ -172,9 +172,9 @@ def online_softmax_stepper(
     lesson's row of 12 scores with a late, large one. ``block_size``: optional, keys per
     block to start with (default 4), a whole number from 1 to the number of keys.
     ``controls``: ``"block_size"`` (keys per block) and ``"blocks"`` (how many blocks
-    have been seen). The left panel shows the scores, the last block seen in colour, and
-    the running maximum m; the right panel the weights ``e^{s − m} / l`` over the keys
-    seen so far against the final ``softmax(s)``.
+    have been seen). The left panel shows the scores (the last block seen in blue, the
+    blocks before it in green) and the running maximum m; the right panel the weights
+    ``e^{s − m} / l`` over the keys seen so far against the final ``softmax(s)``.
 
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """

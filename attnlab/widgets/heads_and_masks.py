@@ -20,6 +20,7 @@ from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.colors import ListedColormap
 
 from .. import plots
 from ..attention import attention
@@ -183,6 +184,9 @@ MASK_MIN_TOKENS, MASK_MAX_TOKENS = 4, 12
 MASK_DEFAULT_TOKENS = 8
 MASK_D_K = 4
 PAD_END, PAD_START = "at the end", "at the start"
+# The mask panels' four kinds of cell, as values 0..3: blocked or allowed (+1), and a
+# padding position's row or column (+2), shaded grey so that it shows even when allowed.
+MASK_COLOURS = ListedColormap(["#f7fbff", "#2b7bba", "#d9d9d9", "#8ea3b5"])
 
 
 def _positions(rows: np.ndarray) -> str:
@@ -259,7 +263,7 @@ class MaskBuilder(CourseWidget):
         self.mask_maps, self.titles = [], []
         for b, ax in enumerate(axes[0][:MASK_SEQUENCES]):
             heat = plots.heatmap(
-                blank, ax, cmap="Blues", vmin=0, vmax=1.4, annotate=False, colorbar=False
+                blank, ax, cmap=MASK_COLOURS, vmin=-0.5, vmax=3.5, annotate=False, colorbar=False
             )
             ax.set_xticks(ticks, ticks)
             ax.set_yticks(ticks, ticks)
@@ -308,8 +312,9 @@ class MaskBuilder(CourseWidget):
         allowed = causal_mask(n) if causal else np.ones((n, n), dtype=bool)
         keys = real if mask_padding else np.ones_like(real)
         mask = keys[:, None, :] & allowed  # (3, n, n)
+        padding_cells = ~real[:, :, None] | ~real[:, None, :]  # a padding query or key
         for b in range(MASK_SEQUENCES):
-            self.mask_maps[b].update(mask[b].astype(float))
+            self.mask_maps[b].update(mask[b] + 2.0 * padding_cells[b])
             side = "" if L[b] == n else f", {n - L[b]} padding"
             self.titles[b].set_text(f"sequence {b}: {L[b]} real{side}")
             self.titles[b].set_fontweight("bold" if b == sequence else "normal")
@@ -362,7 +367,8 @@ def mask_builder(n: int | None = None) -> MaskBuilder:
     the ``mask padding`` and the ``causal`` masks on and off, and pick the
     ``sequence`` whose weights ``softmax(Q Kᵀ/√d_k)`` are shown (one head, d_k = 4,
     fixed random projections). Each mask panel is blue where query i (row) may attend
-    to key j (column).
+    to key j (column); the padding positions' rows and columns are shaded grey, pale
+    where blocked and greyish blue where allowed, whether or not the padding is masked.
     ``n``: optional padded length, 4 to 12 (default 8).
     ``controls``: ``"length 0"``, ``"length 1"``, ``"length 2"``, ``"padding"``,
     ``"mask padding"``, ``"causal"``, ``"sequence"``.

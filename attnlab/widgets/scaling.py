@@ -48,9 +48,9 @@ def example_scores(d_k: int = DEFAULT_D_K, n_keys: int = DEFAULT_KEYS, seed: int
     keys, so moving d_k adds dimensions to one row instead of drawing a new one.
     """
     rng = np.random.default_rng(seed)
-    length = max(d_k, *D_KS)
-    q = rng.standard_normal(length)
-    K = rng.standard_normal((n_keys, length))
+    size = max(d_k, *D_KS)
+    q = rng.standard_normal(size)
+    K = rng.standard_normal((n_keys, size))
     return K[:, :d_k] @ q[:d_k]
 
 
@@ -71,7 +71,7 @@ class ScalingStrip(CourseWidget):
     ``scores`` and ``d_k``: the raw row and its d_k. ``shown``: ``"divisor"``
     (d_k^α), ``"scores"`` (÷ the divisor), ``"weights"``, ``"largest"`` and
     ``"entropy"`` (of the weights, in nats), ``"mean_entropy"`` (of 400 random rows
-    of the same d_k and length at this α, the panel's dot), ``"grey_curves"`` (the d_k
+    of the same d_k and number of keys at this α, the panel's dot), ``"grey_curves"`` (the d_k
     visited so far, whose curves the panel shows) and ``"half_line"`` (whether the line
     at α = 1/2 is shown).
     """
@@ -209,7 +209,9 @@ class ScalingStrip(CourseWidget):
             xlabel=r"exponent $\alpha$",
             ylabel="entropy (nats)",
         )
-        which = "grey: each $d_k$ you visit" if self.built_in else "of your $d_k$ and length"
+        which = (
+            "grey: each $d_k$ you visit" if self.built_in else "of your $d_k$ and number of keys"
+        )
         ax.set_title(
             f"mean entropy of {CURVE_ROWS} random rows q·k,\n{which}", loc="left", fontsize=9
         )
@@ -220,7 +222,7 @@ class ScalingStrip(CourseWidget):
         return [*lines, *labels, self.half, self.curve, self.dot]
 
     def update(self, alpha: float, d_k: int) -> None:
-        if d_k != self.d_k:  # the built-in row for another length: new scores, new colours
+        if d_k != self.d_k:  # the built-in row at another size d_k: new scores, new colours
             self.d_k, self.scores = d_k, example_scores(d_k)
             limit = float(np.abs(self.scores).max()) or 1.0
             self.scores_strip.image.set_clim(-limit, limit)
@@ -275,15 +277,15 @@ def scaling_strip(scores: Any = None, d_k: int | None = None) -> ScalingStrip:
 
     ``scores``: optional 1-D array of 2 to 16 finite raw scores; pass ``d_k`` with them.
     ``d_k``: optional whole number ≥ 1 (default 256); alone, it makes a built-in row of
-    10 scores q·k of that length (seeded). The slider moves α from 0 (÷1, the raw scores)
+    10 scores q·k of that size (seeded). The slider moves α from 0 (÷1, the raw scores)
     through 0.5 (÷√d_k) to 1 (÷d_k). ``controls``: ``"alpha"``, and ``"d_k"``, which moves
     the built-in row through ``D_KS`` (for your own scores it stays at your d_k). Beside
-    the row, the mean entropy of 400 random rows of the same length against α, with a dot
-    at the slider's α, and a grey curve for each d_k you have visited.
+    the row, the mean entropy of 400 random rows of the same d_k and number of keys
+    against α, with a dot at the slider's α, and a grey curve for each d_k you have visited.
 
     Lesson: ``notebooks/03_scaling.ipynb``.
     """
-    what = "the length of q and k"
+    what = "the size of q and k, their number of entries"
     if scores is None:
         d_k = DEFAULT_D_K if d_k is None else whole_number(d_k, "d_k", what, 1)
         return ScalingStrip(example_scores(d_k), d_k, built_in=d_k in D_KS)
@@ -294,8 +296,8 @@ def scaling_strip(scores: Any = None, d_k: int | None = None) -> ScalingStrip:
         )
     if d_k is None:
         raise ValueError(
-            "d_k is needed with your scores: the slider divides them by d_k^α, up to "
-            "√d_k. Pass the length of your query and key vectors, e.g. "
-            "scaling_strip(scores=s, d_k=64)."
+            "d_k is needed with your scores: the slider divides them by d_k^α, from 1 "
+            "(α = 0) to d_k (α = 1). Pass the size of your query and key vectors, their "
+            "number of entries, e.g. scaling_strip(scores=s, d_k=64)."
         )
     return ScalingStrip(s, whole_number(d_k, "d_k", what, 1))

@@ -126,6 +126,9 @@ class QKVExplorer(CourseWidget):
             "Type your own Q, K, V (one row per line, or rows split by ;) and press Apply."
         )
         self.inputs = {**boxes, "apply": apply, "message": message}
+        # The boxes show 4 decimals. A box left as it was keeps its exact matrix, so that a
+        # change to V alone leaves every score and weight exactly as it was (the lesson's task).
+        self._typed = {name: (boxes[name].value, M) for name, M in (("Q", Q), ("K", K), ("V", V))}
         super().__init__()
 
     def _use(self, Q: np.ndarray, K: np.ndarray, V: np.ndarray, labels: list[str]) -> None:
@@ -337,7 +340,9 @@ class QKVExplorer(CourseWidget):
         message = self.inputs["message"]
         parsed = {}
         for name in "QKV":
-            matrix, problem = parse_matrix(self.inputs[name].value, name)
+            text = self.inputs[name].value
+            shown, exact = self._typed[name]
+            matrix, problem = (exact, None) if text == shown else parse_matrix(text, name)
             if matrix is None:
                 message.value = _problem_html(problem or f"{name} could not be read.")
                 return
@@ -350,6 +355,7 @@ class QKVExplorer(CourseWidget):
         # The token names stay when the number of tokens does.
         names = self.labels if K.shape[0] == len(self.labels) else None
         self._use(Q, K, V, labels_for(names, K.shape[0], "labels", "t"))
+        self._typed = {name: (self.inputs[name].value, M) for name, M in parsed.items()}
         pick = self.controls["query"]
         with self.paused():
             pick.options = [(n, i) for i, n in enumerate(self.query_labels)]
@@ -390,7 +396,9 @@ def qkv_explorer(
     rows (their first two features; with d_v = 2, the hull itself). The three text boxes for
     typing your own matrices, and their Apply button, are in
     ``w.inputs`` (``"Q"``, ``"K"``, ``"V"``, ``"apply"``), not in ``controls``:
-    applying new matrices rebuilds the figure, which is slower. A problem with
+    applying new matrices rebuilds the figure, which is slower. A box whose text was not
+    changed keeps its matrix exactly (the boxes show 4 decimals), so changing V alone
+    leaves every score and weight as it was. A problem with
     the typed text is shown in ``w.inputs["message"]``; it never raises.
 
     Lesson: ``notebooks/05_values.ipynb``.

@@ -1,4 +1,5 @@
-"""Widget for lesson 02: how the spread of q·k grows with d_k, and what softmax makes of it.
+"""Widget for lesson 02: how the spread of q·k grows with d_k, and what softmax makes of it
+when the scores are divided by 1, by √d_k or by d_k.
 
 Lesson: ``notebooks/02_variance.ipynb``. The samples come from
 ``attnlab.lessons.variance.samples_by_dk``, drawn once when the widget is built; the rows of
@@ -12,7 +13,6 @@ from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
-from matplotlib.patches import Rectangle
 
 from .. import plots
 from .._inputs import is_whole_number
@@ -36,6 +36,12 @@ ROW_COUNT = 200  # ROW_KEYS fixed keys, and the largest softmax weight of each r
 # The largest weight of a row of ROW_KEYS lies between 1/ROW_KEYS (an even spread) and 1:
 # bins half a power of two wide on a log scale, from 1/256 = 2⁻⁸ to 1 = 2⁰.
 TOP_EDGES = np.arange(-8.0, 0.01, 0.5)
+# The right panel's three divisors of the scores: a key of the frames, a label, a colour.
+DIVISORS = (
+    ("raw", "raw q·k", plots.ACCENT),
+    ("scaled", "q·k / √d_k", plots.SECOND),
+    ("over_dk", "q·k / d_k", plots.THIRD),
+)
 
 
 def _check_d_ks(d_ks: Any) -> tuple[int, ...]:
@@ -48,7 +54,7 @@ def _check_d_ks(d_ks: Any) -> tuple[int, ...]:
         raise ValueError("d_ks must contain at least one d_k, e.g. d_ks=[1, 4, 16, 64].")
     for d in values:
         if not is_whole_number(d):
-            raise TypeError(f"d_ks must hold whole numbers (the lengths of q and k), got {d!r}.")
+            raise TypeError(f"d_ks must hold whole numbers (the sizes of q and k), got {d!r}.")
         if not 1 <= d <= LARGEST_D_K:
             raise ValueError(f"every value in d_ks must be between 1 and {LARGEST_D_K}, got {d}.")
     if len(set(values)) != len(values):
@@ -63,21 +69,21 @@ def _raw_limit(largest_d_k: int) -> float:
 
 class VarianceExplorer(CourseWidget):
     """Left: a histogram of q·k for the d_k on the slider. Right: what softmax makes of
-    such scores, over ``ROW_COUNT`` rows.
+    such scores, over ``ROW_COUNT`` rows, divided by 1, by √d_k and by d_k.
 
     ``samples`` is ``{d_k: samples}``, with entries drawn from ``dist`` (a key of
     ``DISTRIBUTION_LABELS``); ``n_samples`` is the number of samples per d_k, for the note
-    under the figure. ``rows`` is a pair ``(Q, K)``: ``ROW_COUNT`` queries of length
-    ``max(d_ks)`` and ``ROW_KEYS`` keys, of which each d_k uses the first d_k entries, so
-    the slider changes d_k, not the rows. ``frames`` maps each d_k to what the view shows
-    there, computed once. ``shown``: ``"d_k"``, ``"raw_std"`` (measured on the samples shown),
-    ``"raw"`` (the histogram's bar heights, a density on one y-axis shared by every d_k),
-    ``"top_raw"`` and ``"top_scaled"`` (the largest weight of each row of
-    ``softmax(q·k_j)`` and of ``softmax(q·k_j / √d_k)``, shape ``(ROW_COUNT,)``),
-    ``"top_hist_raw"`` and ``"top_hist_scaled"`` (the share of rows in each bin of
-    ``TOP_EDGES``, log₂ of the weight), ``"median_top_raw"`` and ``"median_top_scaled"``,
-    and ``"above_half_raw"`` and ``"above_half_scaled"`` (the share of rows whose largest
-    weight is above 0.5).
+    under the figure. ``rows`` is a pair ``(Q, K)``: ``ROW_COUNT`` queries with
+    ``max(d_ks)`` entries and ``ROW_KEYS`` keys, of which each d_k uses the first d_k
+    entries, so the slider changes d_k, not the rows. ``frames`` maps each d_k to what the
+    view shows there, computed once. ``shown``: ``"d_k"``, ``"raw_std"`` (the standard
+    deviation of the samples shown, kept for checking, not drawn), ``"raw"`` (the
+    histogram's bar heights, a density on one y-axis shared by every d_k), and for each
+    divisor label ``L`` of ``DIVISORS`` (``"raw"``: ÷ 1, ``"scaled"``: ÷ √d_k,
+    ``"over_dk"``: ÷ d_k): ``"top_L"`` (the largest weight of each row of
+    ``softmax(q·k_j / divisor)``, shape ``(ROW_COUNT,)``), ``"top_hist_L"`` (the share of
+    rows in each bin of ``TOP_EDGES``, log₂ of the weight), ``"median_top_L"`` and
+    ``"above_half_L"`` (the share of rows whose largest weight is above 0.5).
     """
 
     ncols = 2
@@ -109,7 +115,8 @@ class VarianceExplorer(CourseWidget):
                 "raw": raw_counts / (s.size * np.diff(raw_edges)),
                 "raw_std": float(np.std(s, ddof=1)),
             }
-            for label, divisor in (("raw", 1.0), ("scaled", np.sqrt(d))):
+            divisors = {"raw": 1.0, "scaled": np.sqrt(d), "over_dk": float(d)}
+            for label, divisor in divisors.items():
                 top = softmax(scores / divisor).max(axis=1)  # each row's largest weight
                 counts, _ = np.histogram(np.log2(top), bins=TOP_EDGES)
                 frame[f"top_{label}"] = top
@@ -156,33 +163,16 @@ class VarianceExplorer(CourseWidget):
         ax_raw.legend(loc="upper right", fontsize=8)
         ax_raw.set_xlim(-limit, limit)
         ax_raw.set_ylim(0, self.top)
-        # A Rectangle spanning the axes' height, as axvspan makes it from matplotlib 3.9 on
-        # (before, axvspan makes a Polygon, which has no set_x / set_width).
-        self.band = ax_raw.add_patch(
-            Rectangle(
-                (-1.0, 0.0),
-                2.0,
-                1.0,
-                transform=ax_raw.get_xaxis_transform(),
-                color=plots.SECOND,
-                alpha=0.18,
-                linewidth=0,
-            )
-        )
-        self.raw_text = ax_raw.text(
-            0.03, 0.95, "", transform=ax_raw.transAxes, va="top", fontsize=9
-        )
 
-        # ROW_COUNT rows of ROW_KEYS keys: how their largest weights spread, raw and ÷ √d_k,
-        # on a log scale (each bin split in two: raw on the left, scaled on the right).
+        # ROW_COUNT rows of ROW_KEYS keys: how their largest weights spread on a log scale,
+        # for each divisor (each bin split in three, in the order of DIVISORS).
         left, step = TOP_EDGES[:-1], float(TOP_EDGES[1] - TOP_EDGES[0])
-        width = 0.45 * step
+        width = 0.3 * step
         zeros = np.zeros(left.size)
         self.row_bars = [
-            ax_row.bar(left + 0.05 * step, zeros, width, align="edge", color=plots.ACCENT,
-                       label="raw q·k"),
-            ax_row.bar(left + 0.5 * step, zeros, width, align="edge", color=plots.SECOND,
-                       label="q·k / √d_k"),
+            ax_row.bar(left + (0.05 + 0.3 * i) * step, zeros, width, align="edge",
+                       color=color, label=label)
+            for i, (_, label, color) in enumerate(DIVISORS)
         ]  # fmt: skip
         ax_row.axvline(-1.0, color="0.35", linestyle=":", linewidth=1.0)  # a weight of 0.5
         ax_row.text(
@@ -196,17 +186,16 @@ class VarianceExplorer(CourseWidget):
         ax_row.set_xlabel(f"largest weight in a row of {ROW_KEYS} keys (log scale)")
         ax_row.set_ylabel(f"share of the {ROW_COUNT} rows")
         ax_row.set_title(f"largest weight of {ROW_COUNT} rows")
-        ax_row.legend(loc="upper left", fontsize=8)
+        # The legend and the medians sit side by side above the middle bins, where no bar
+        # of any d_k reaches half the height (the tall ones are at 1/256 and at 1).
+        ax_row.legend(loc="upper left", bbox_to_anchor=(0.16, 1.0), fontsize=8)
         self.row_text = ax_row.text(
-            0.03, 0.76, "", transform=ax_row.transAxes, va="top", ha="left", fontsize=8
+            0.6, 0.96, "", transform=ax_row.transAxes, va="top", ha="left", fontsize=8
         )
         return [
             self.raw_hist.patch,
             self.raw_curve,
-            self.band,
-            self.raw_text,
-            *self.row_bars[0].patches,
-            *self.row_bars[1].patches,
+            *(patch for bars in self.row_bars for patch in bars.patches),
             self.row_text,
         ]
 
@@ -218,27 +207,22 @@ class VarianceExplorer(CourseWidget):
         frame = self.frames[d_k]
         self.raw_hist.patch.set_data(frame["raw"])
         self.raw_curve.set_ydata(self._normal(d_k))
-        std = frame["raw_std"]
-        self.band.set_x(-std)
-        self.band.set_width(2 * std)
-        self.raw_text.set_text(f"d_k = {d_k}\nmeasured std {std:.2f}\n√d_k = {np.sqrt(d_k):.2f}")
-        for bars, shares in zip(
-            self.row_bars, (frame["top_hist_raw"], frame["top_hist_scaled"]), strict=True
-        ):
-            for bar, share in zip(bars.patches, shares, strict=True):
+        for bars, (key, _, _) in zip(self.row_bars, DIVISORS, strict=True):
+            for bar, share in zip(bars.patches, frame[f"top_hist_{key}"], strict=True):
                 bar.set_height(float(share))
         self.row_text.set_text(
             f"median\nraw {frame['median_top_raw']:.2f}\n÷ √d_k {frame['median_top_scaled']:.2f}"
+            f"\n÷ d_k {frame['median_top_over_dk']:.3f}"
         )
         self.shown = dict(frame)
         self.readout.value = (
-            f"Left: {self.n_samples} dot products per d_k (entries "
-            f"{DISTRIBUTION_LABELS[self.dist]}, mean 0, variance 1); shaded: ± one measured "
-            f"standard deviation. Right: {ROW_COUNT} fixed queries, each against the same "
-            f"{ROW_KEYS} fixed keys (the first d_k entries of each vector); the largest softmax "
-            f"weight of each row, from 1/{ROW_KEYS} (an even spread) to 1; dotted: 0.5. Rows "
-            f"whose largest weight is above 0.5: {frame['above_half_raw']:.0%} raw, "
-            f"{frame['above_half_scaled']:.0%} divided by √d_k."
+            f"d_k = {d_k}. Left: {self.n_samples} dot products per d_k (entries "
+            f"{DISTRIBUTION_LABELS[self.dist]}, mean 0, variance 1). Right: {ROW_COUNT} fixed "
+            f"queries, each against the same {ROW_KEYS} fixed keys (the first d_k entries of "
+            f"each vector); the largest softmax weight of each row, from 1/{ROW_KEYS} (an even "
+            f"spread) to 1; dotted: 0.5. Rows whose largest weight is above 0.5: "
+            f"{frame['above_half_raw']:.0%} raw, {frame['above_half_scaled']:.0%} divided by "
+            f"√d_k, {frame['above_half_over_dk']:.0%} divided by d_k."
         )
 
 
@@ -251,7 +235,7 @@ def variance_explorer(
     seed: int = 2,
 ) -> VarianceExplorer:
     """A histogram of q·k for a d_k chosen with a slider, and the largest softmax weights of
-    200 rows at that d_k.
+    200 rows at that d_k, with the scores divided by 1, by √d_k and by d_k.
 
     ``d_ks``: the d_k values on the slider (whole numbers from 1 to 4096; default the
     powers of two 1, 2, ..., 512). ``start``: the d_k the slider starts at, one of ``d_ks``
@@ -259,17 +243,18 @@ def variance_explorer(
     d_k (100 to 100 000).
     ``dist``: how the entries of q and k are drawn, "normal", "uniform" or "rademacher"
     (each with mean 0 and variance 1). ``seed`` fixes the samples. ``controls``: ``"d_k"``.
-    ``frames[d_k]`` holds the numbers shown at each d_k, among them ``"median_top_raw"``
-    and ``"median_top_scaled"``, the median largest weight of the rows.
+    ``frames[d_k]`` holds the numbers shown at each d_k, among them ``"median_top_raw"``,
+    ``"median_top_scaled"`` and ``"median_top_over_dk"``, the median largest weight of the
+    rows for each divisor.
 
     The left panel keeps fixed axes, wide enough for the largest d_k and tall enough
     for the smallest: each histogram is a density, so as it widens like √d_k its peak
-    drops like 1/√d_k (the curve is the normal density with standard deviation √d_k);
-    the shaded band is ± one measured standard deviation. The right panel shows what
-    softmax makes of such scores: 200 fixed queries, each against the same 256 fixed keys,
-    and a histogram (log scale, from 1/256 to 1) of each row's largest weight, of
-    ``softmax(q·k_j)`` (left bar of each bin) and of ``softmax(q·k_j / √d_k)`` (right bar),
-    with the median and the share of rows above 0.5 for each. The rows are drawn once,
+    drops like 1/√d_k (the curve is the normal density with standard deviation √d_k).
+    The right panel shows what softmax makes of such scores: 200 fixed queries, each
+    against the same 256 fixed keys, and a histogram (log scale, from 1/256 to 1) of each
+    row's largest weight, of ``softmax(q·k_j)``, ``softmax(q·k_j / √d_k)`` and
+    ``softmax(q·k_j / d_k)`` (three bars in each bin, in that order), with the median and
+    the share of rows above 0.5 for each. The rows are drawn once,
     seeded, from a generator of their own, and every d_k's histograms are computed when
     the widget is built; each d_k uses the first d_k entries of the same vectors.
 

@@ -50,7 +50,7 @@ ERROR_OUTPUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.st
 CLASSIC_MISTAKES = {
     "scale_factor": ("np.sqrt(d_k)", "d_k"),  # 1/d_k: the square root forgotten
     "best_key": ("length * direction", "direction"),  # length 1: the length forgotten
-    "uniform_divisor": ("sigma * sigma * np.sqrt(d_k)", "np.sqrt(d_k)"),  # √d_k alone
+    "std_512": ("np.sqrt(2 * 512)", "np.sqrt(512)"),  # one score's spread, not the difference's
     "temperature_for_entropy": ("< target", "> target"),  # the search moves the wrong way
     "softmax": ("x - x.max(axis=-1, keepdims=True)", "x"),  # no shift: overflows
     "attention_by_hand": ("[2, -1, -2]) / np.sqrt(4)", "[2, -1, -2])"),  # unscaled scores
