@@ -77,13 +77,19 @@ typecheck: env
 	$(BIN)/mypy
 
 # pytest exits 5 when it collects nothing; that must fail the build, loudly.
+# Both take one worker per core (pytest-xdist); each test module, and each notebook's
+# cells, stay together on one worker (--dist loadscope), so a module's fixtures and a
+# notebook's kernel are made once. JOBS=1 runs everything in one process.
+JOBS ?= auto
+PARALLEL := $(if $(filter 1,$(JOBS)),,-n $(JOBS) --dist loadscope)
+
 ## unit and property tests (tests/, without the browser test)
 unit: env
-	@$(PYTEST) tests --ignore=tests/browser --ignore=tests/website --ignore=tests/wheel --ignore=tests/hub || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
+	@$(PYTEST) $(PARALLEL) tests --ignore=tests/browser --ignore=tests/website --ignore=tests/wheel --ignore=tests/hub || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
 
 ## run every lesson notebook and compare its outputs (nbval)
 nbval: env
-	@$(PYTEST) --nbval --nbval-current-env --sanitize-with tests/nbval_sanitize.cfg notebooks \
+	@$(PYTEST) $(PARALLEL) --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg notebooks \
 	  || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no notebook cells were collected"; exit $$rc; }
 
 # A real Chromium (Debian's package) drives JupyterLab: every widget renders and responds.

@@ -163,12 +163,16 @@ def masked_fill(Q, K, V, mask):
     return stable_softmax(S) @ V
 
 
-def relative_bias_loop(n, table):
-    B = np.empty((n, n))
-    for d in range(-(n - 1), n):  # fill one diagonal, i - j = d, at a time
-        rows = np.arange(max(d, 0), min(n, n + d))
-        B[rows, rows - d] = table[d + n - 1]
-    return B
+def rope_loop(X, start=0):
+    out = []
+    for i, row in enumerate(X):
+        turned = []
+        for f in range(len(row) // 2):  # one pair at a time, with its own angle
+            a = (start + i) * 10000.0 ** (-2 * f / len(row))
+            x, y = row[2 * f], row[2 * f + 1]
+            turned += [x * math.cos(a) - y * math.sin(a), x * math.sin(a) + y * math.cos(a)]
+        out.append(turned)
+    return out
 
 
 def alibi_loop(n, H):
@@ -260,13 +264,7 @@ CORRECT = [
     ),
     ("output_change", lambda A, j, delta: A[:, j, None] * delta[None, :]),
     ("output_change", lambda A, j, delta: A @ np.outer(np.eye(A.shape[1])[j], delta)),
-    ("relative_bias", relative_bias_loop),
-    (
-        "relative_bias",
-        lambda n, table: np.asarray(table)[
-            np.subtract.outer(np.arange(n), np.arange(n)) + n - 1
-        ].tolist(),
-    ),
+    ("rope", rope_loop),
     ("alibi_biases", alibi_loop),
     (
         "alibi_biases",

@@ -387,7 +387,8 @@ def test_twin_table_claims_and_figure(twins, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 + 3 * len(lesson.TWIN_CORNERS)
     table = "\n".join(lines)
-    assert "÷√d_k, init × d_k^¼  × d_k^¼   × 1" in table
+    assert "÷1, lr fixed         × d_k^¼   × 1" in table
+    assert "÷1, init fixed       × 1       × d_k^¼" in table
     assert "÷1 (no scaling)      × d_k^¼   × d_k^¼" in table
     assert "final accuracy" in lines[0]
     found = lesson.twin_claims(twins)
@@ -446,22 +447,38 @@ def test_learning_rate_sweep_and_its_claims(capsys):
     kw = dict(d_ks=(16,), seeds=(0, 1), steps=20)
     sweep = lesson.lr_sweep(task, lrs=(0.01, 0.03), **kw)
     assert set(sweep) == {(16, "√d_k"), (16, "1")}
-    assert list(sweep[(16, "1")]) == [0.01, 0.03] and sweep[(16, "1")][0.03].shape == (2,)
+    assert list(sweep[(16, "1")]) == [0.01, 0.03]
     run = lesson.train_divisors(task, 16, ("1",), seeds=(0, 1), steps=20, lr=0.03)["1"]
-    np.testing.assert_allclose(sweep[(16, "1")][0.03], lesson.mean_accuracy(run))
+    found = sweep[(16, "1")][0.03]
+    np.testing.assert_allclose(lesson.mean_accuracy(found), lesson.mean_accuracy(run))
+    np.testing.assert_allclose(found.final_accuracy, run.final_accuracy)
     # A grid per divisor; runs at the lesson's rate are taken from the ablation's.
     ablation = lesson.run_ablation(task, divisors=("√d_k", "1"), **kw)
-    fake = {k: _with(r, accuracy=np.full_like(r.accuracy, 0.5)) for k, r in ablation.items()}
+    fake = {
+        k: _with(r, accuracy=np.full_like(r.accuracy, 0.5), final_accuracy=np.full(2, 0.25))
+        for k, r in ablation.items()
+    }
     grids = lesson.lr_sweep(task, lrs={"√d_k": (0.01,), "1": (0.003, 0.01)}, reuse=fake, **kw)
     assert list(grids[(16, "√d_k")]) == [0.01] and list(grids[(16, "1")]) == [0.003, 0.01]
-    np.testing.assert_allclose(grids[(16, "1")][0.01], 0.5)
-    assert not np.allclose(grids[(16, "1")][0.003], 0.5)
+    assert grids[(16, "1")][0.01] is fake[(16, "1")]
+    assert not np.allclose(lesson.mean_accuracy(grids[(16, "1")][0.003]), 0.5)
     lesson.print_sweep(grids)
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 3 and "lr 0.003" in out[0] and out[1].split()[2] == "-"
+    assert len(out) == 4 and "lr 0.003" in out[0] and "final accuracy" in out[1]
+    assert out[2].split()[2] == "-" and "0.500 / 0.250" in out[3]
 
-    def faked(means):  # (d_k, divisor) → {lr: mean accuracy}
-        return {k: {lr: np.full(2, m) for lr, m in v.items()} for k, v in means.items()}
+    def faked(means, finals=None):  # (d_k, divisor) → {lr: mean accuracy}, {lr: final}
+        finals = finals or {}
+
+        def run(key, lr, m):
+            final = finals.get(key, {}).get(lr, 0.999)
+            return _with(
+                ablation[(16, "1")],
+                accuracy=np.full((2, 20), m),
+                final_accuracy=np.full(2, final),
+            )
+
+        return {k: {lr: run(k, lr, m) for lr, m in v.items()} for k, v in means.items()}
 
     good = {
         (64, "√d_k"): {0.01: 0.91, 0.03: 0.93},
@@ -469,15 +486,20 @@ def test_learning_rate_sweep_and_its_claims(capsys):
         (256, "√d_k"): {0.01: 0.92, 0.03: 0.9},
         (256, "1"): {0.003: 0.7, 0.01: 0.68},
     }
-    assert [c.holds for c in lesson.sweep_claims(faked(good))] == [True, True]
-    for change, index in [
-        ({(64, "1"): {0.003: 0.7, 0.01: 0.86}}, 0),
-        ({(64, "√d_k"): {0.01: 0.93, 0.03: 0.92}}, 1),
-        ({(256, "√d_k"): {0.01: 0.92, 0.03: 0.925}}, 1),
+    good_finals = {(64, "√d_k"): {0.03: 0.97}, (256, "√d_k"): {0.03: 0.98}}
+    assert [c.holds for c in lesson.sweep_claims(faked(good, good_finals))] == [True] * 4
+    for change, final, index in [
+        ({(64, "1"): {0.003: 0.7, 0.01: 0.86}}, {}, 0),
+        ({}, {(256, "1"): {0.003: 0.9, 0.01: 0.85}}, 1),
+        ({(64, "√d_k"): {0.01: 0.93, 0.03: 0.92}}, {}, 2),
+        ({}, {(64, "√d_k"): {0.03: 0.995}}, 2),
+        ({(256, "√d_k"): {0.01: 0.92, 0.03: 0.925}}, {}, 3),
+        ({}, {(256, "√d_k"): {0.03: 1.0}}, 3),
     ]:
-        assert not lesson.sweep_claims(faked({**good, **change}))[index].holds, index
-    # With one grid for both divisors at one d_k, only the first claim is made.
-    assert len(lesson.sweep_claims(sweep)) == 1
+        broken = faked({**good, **change}, {**good_finals, **final})
+        assert not lesson.sweep_claims(broken)[index].holds, index
+    # With one grid for both divisors at one d_k, only the first two claims are made.
+    assert len(lesson.sweep_claims(sweep)) == 2
 
 
 def test_initialisation_gaps_and_their_claims(twins, capsys):
@@ -623,6 +645,14 @@ def test_attention_maps_keep_the_weights_along_the_way():
         assert lesson.map_claims(early)[2].holds == holds
     with pytest.raises(ValueError, match="keep must hold step counts"):
         lesson.attention_maps(task, d_k=64, steps=10, keep=(11,))
+    # The static figure: ÷1 above ÷√d_k, one column per step asked for.
+    fig = lesson.plot_maps(maps, steps=(0, 5, 30))
+    assert len(fig.axes) == 2 * 3 + 1  # the maps and one colour bar
+    np.testing.assert_array_equal(fig.axes[1].images[0].get_array(), maps.steps[5]["1"])
+    np.testing.assert_array_equal(fig.axes[5].images[0].get_array(), maps.end["√d_k"])
+    with pytest.raises(ValueError, match="were not kept"):
+        lesson.plot_maps(maps, steps=(0, 10))
+    matplotlib.pyplot.close("all")
 
 
 def test_a_nudge_grows_without_scaling_and_stays_small_with_it():
@@ -883,6 +913,28 @@ grad_q = solutions.attention_grad_q  # not the course's own: the checker refuses
             "stops at P ⊙ ∂L/∂P",
         ),
         (lambda Q, K, V, G, s: G @ V.T @ K, "skipped both the softmax step and the factor"),
+        (
+            lambda Q, K, V, G, s: (
+                s * attnlab.softmax_backward(attnlab.softmax(Q @ K.T / s), G @ V.T) @ K
+            ),
+            "Your weights P come from softmax(Q Kᵀ / scale)",
+        ),
+        (
+            lambda Q, K, V, G, s: (
+                attnlab.softmax_backward(attnlab.softmax(Q @ K.T / s), G @ V.T) @ K / s
+            ),
+            "both in P = softmax(Q Kᵀ / scale) and in dividing",
+        ),
+        (
+            lambda Q, K, V, G, s: (
+                attnlab.softmax_backward(attnlab.softmax(Q @ K.T / s), G @ V.T) @ K
+            ),
+            "no factor comes back at the end",
+        ),
+        (
+            lambda Q, K, V, G, s: s * attnlab.softmax(s * Q @ K.T) @ K,
+            "used the weights P where the gradient ∂L/∂S belongs",
+        ),
     ],
 )
 def test_attention_grad_q_names_new_mistakes(answer, phrase):
@@ -937,6 +989,11 @@ def test_attention_grad_q_returning_all_three_gradients_is_told_to_return_one():
     result = check("attention_grad_q", answer)
     assert not result.passed
     assert "returned 3 arrays" in result.message and "return only the result" in result.message
+    assert "all of attention's backward pass" in result.message
+    # As a list too, which NumPy cannot stack either.
+    result = check("attention_grad_q", lambda *args: list(answer(*args)))
+    assert not result.passed
+    assert "all of attention's backward pass" in result.message, result.message
 
 
 def test_attention_grad_q_inline_softmax_without_keepdims_gets_the_keepdims_hint():
@@ -1000,6 +1057,9 @@ def test_unscaled_as_scaled_passes_in_any_form(answer):
         (lambda d_k: (2.0, 3.0, 2.0), "times the unscaled model's; they should be the same"),
         (lambda d_k: (1.0, d_k**0.5, 1.0), "different factors"),
         (lambda d_k: (d_k**0.25, d_k**0.25, 3 * d_k**0.25), "learning rate factor is 3"),
+        (lambda d_k: (-(d_k**0.25), -(d_k**0.25), d_k**0.25), "That twin works too"),
+        (lambda d_k: (d_k**0.25, d_k**0.25, -(d_k**0.25)), "must stay positive"),
+        (lambda d_k: (-(d_k**0.25), -(d_k**0.25), 1), "learning rate factor is 0.5"),
     ],
 )
 def test_unscaled_as_scaled_names_the_slips(answer, phrase):

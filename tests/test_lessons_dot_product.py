@@ -151,18 +151,17 @@ def test_best_key_hint_says_whether_the_direction_or_the_length_is_off():
     assert "Expected" not in turned.message
 
 
-def test_the_widget_marks_the_best_and_worst_score_of_these_lengths():
+def test_the_widget_marks_the_best_and_worst_score_of_each_key():
     from attnlab.widgets import dot_product_explorer
 
-    w = dot_product_explorer(q=[2.0, 1.0], k=[0.5, 1.5])
-    w.controls["k_length"].value = 2.0
-    lengths = float(np.hypot(2.0, 1.0)) * 2.0
-    _, ys = w.envelope.get_data()
-    np.testing.assert_allclose(
-        np.asarray(ys, float)[[0, 1, 3, 4]], [lengths, lengths, -lengths, -lengths]
-    )
-    # the curve never leaves the envelope
-    assert np.abs(w.curve.get_data()[1]).max() <= lengths + 1e-12
+    w = dot_product_explorer(q=[2.0, 1.0], keys=[[0.5, 1.5], [1.0, 0.0]])
+    w.controls["k2_length"].value = 2.0
+    bounds = float(np.hypot(2.0, 1.0)) * np.array([np.hypot(0.5, 1.5), 2.0])
+    np.testing.assert_allclose(w.shown["bounds"], bounds)
+    # no angle takes a score past its bounds
+    for angle in range(0, 360, 15):
+        w.controls["q_angle"].value = angle
+        assert np.all(np.abs(w.shown["scores"]) <= bounds + 1e-12)
 
 
 def test_unnamed_answers_get_specific_feedback():
@@ -258,3 +257,69 @@ def test_scores_scaled_by_one_factor_get_the_factor_named():
         return solutions.new_token_scores(x_new, K_cache, W_Q, W_K) / np.sqrt(W_Q.shape[1])
 
     assert "You divided by √d_k already" in check("new_token_scores", by_root_d_k).message
+
+
+def test_a_key_off_in_direction_and_length_has_both_named():
+    message = check("best_key", lambda q, length: length * np.sign(q)).message
+    assert "8° away from q" in message and "Its length is also 2.83, not 2" in message
+    turned = check("best_key", lambda q, length: length * np.roll(q, 1) / np.linalg.norm(q))
+    assert "Its length is also" not in turned.message
+
+
+def test_an_entry_by_entry_product_and_transposed_keys_are_named_for_new_scores():
+    def star(x_new, K_cache, W_Q, W_K):
+        return np.vstack([K_cache, x_new @ W_K]) * (x_new @ W_Q)
+
+    assert "You used `*`" in check("new_token_scores", star).message
+
+    def transposed(x_new, K_cache, W_Q, W_K):
+        return np.vstack([K_cache, x_new @ W_K]).T @ (x_new @ W_Q)
+
+    message = check("new_token_scores", transposed).message
+    assert "meets it transposed" in message and "K.T @ q" in message
+    assert "one more row" not in message
+
+
+def test_named_score_matrix_mistakes_do_not_spell_out_the_answer():
+    for wrong in (
+        lambda W_Q, W_K: W_K @ W_Q.T,
+        lambda W_Q, W_K: W_Q @ W_K,
+        lambda W_Q, W_K: W_Q * W_K,
+        lambda W_Q, W_K: W_Q @ W_K.T / np.sqrt(W_Q.shape[1]),
+    ):
+        message = check("score_matrix", wrong).message
+        assert not check("score_matrix", wrong) and "between X and Xᵀ" not in message
+
+
+def test_a_key_almost_along_q_is_not_called_zero_degrees_away():
+    def nearly(q, length):
+        turned = q + 1e-3 * np.roll(q, 1)  # a fraction of a degree off q
+        return length * turned / np.linalg.norm(turned)
+
+    result = check("best_key", nearly)
+    assert not result.passed
+    assert "almost, but not exactly, along q" in result.message
+    assert " 0° away" not in result.message
+
+
+def test_a_key_returned_with_its_score_is_told_to_return_the_key_alone():
+    result = check("best_key", lambda q, length: (solutions.best_key(q, length), 1.0))
+    assert not result.passed
+    assert "Return only the key" in result.message
+
+
+def test_negative_squared_distances_are_named_for_new_scores():
+    def by_distance(x_new, K_cache, W_Q, W_K):
+        K = np.vstack([K_cache, x_new @ W_K])
+        return -((K - x_new @ W_Q) ** 2).sum(axis=1)
+
+    result = check("new_token_scores", by_distance)
+    assert not result.passed
+    assert "minus the squared distances" in result.message
+
+
+def test_the_symmetrised_sum_is_named_and_the_expected_matrix_is_hidden():
+    result = check("score_matrix", lambda W_Q, W_K: W_Q @ W_K.T + W_K @ W_Q.T)
+    assert not result.passed
+    assert "you added W_Q W_Kᵀ and its transpose" in result.message
+    assert "Expected" not in result.message

@@ -125,8 +125,6 @@ def test_relative_bias_reads_one_table_entry_per_diagonal():
     table = np.arange(1.0, 8.0)  # n = 4: b_-3 … b_3 are 1 … 7, so b_0 = 4
     B = family.relative_bias(4, table)
     assert np.all(np.diag(B) == 4) and B[3, 0] == 7 and B[0, 3] == 1
-    np.testing.assert_array_equal(B, solutions.relative_bias(4, table))
-    np.testing.assert_array_equal(B, ex.relative_bias_reference(4, table))
     with pytest.raises(ValueError, match="table must have 2n - 1 = 7 entries"):
         family.relative_bias(4, table[:-1])
 
@@ -240,6 +238,16 @@ def test_alibi_biases_wrong_answers_no_slip_explains_get_a_pointer(answer, phras
     assert phrase in result.message
 
 
+def test_alibi_exponent_multiplied_by_the_head_count_is_named():
+    # 2^(−8hH): slopes 2^(−32), 2^(−64), … all differ, though all lie within 1e-9 of 0
+    result = check(
+        "alibi_biases", _alibi_with_slopes(lambda H: 2.0 ** (-8 * np.arange(1, H + 1) * H))
+    )
+    assert not result.passed
+    assert "you multiplied by H where the formula" in result.message
+    assert "same slope" not in result.message
+
+
 def test_alibi_floor_division_in_the_exponent_is_caught_at_h_16():
     def floored(n, H):
         slopes = 2.0 ** (-8 * np.arange(1, H + 1) // H)  # right whenever 8/H is whole
@@ -273,45 +281,6 @@ def test_alibi_in_its_causal_form_is_told_every_pair_is_asked_for(fill, phrase):
     assert not result.passed
     assert phrase in result.message and "What should B[h, 0, 2]" in result.message
     assert "NaN or inf" not in result.message  # −inf is named, not the generic message
-
-
-def _hint_text(name: str) -> str:
-    return (
-        get_exercise("relative_bias").checker.shape_hint if name == "shape" else getattr(ex, name)
-    )
-
-
-@pytest.mark.parametrize(
-    ("answer", "hint", "not_hints"),
-    [
-        # the offset one too large: the last row's first entry is past the end of the table
-        (
-            lambda n, table: table[np.subtract.outer(np.arange(n), np.arange(n)) + n],
-            "_PAST_THE_END",
-            ("shape", "_FLOAT_INDEX_HINT"),
-        ),
-        # two index arrays for a 1-D table: a question of shapes, not of range
-        (
-            lambda n, table: table[np.arange(n)[:, None], np.arange(n)[None, :]],
-            "shape",
-            ("_PAST_THE_END", "_FLOAT_INDEX_HINT"),
-        ),
-        # the centre worked out with `/`: a float index array, not one past the end
-        (
-            lambda n, table: table[
-                np.subtract.outer(np.arange(n), np.arange(n)) + (len(table) - 1) / 2
-            ],
-            "_FLOAT_INDEX_HINT",
-            ("_PAST_THE_END", "shape"),
-        ),
-    ],
-)
-def test_relative_bias_index_errors_get_the_hint_for_their_kind(answer, hint, not_hints):
-    result = check("relative_bias", answer)
-    assert not result.passed and "raised IndexError" in result.message
-    assert _hint_text(hint) in result.message
-    for other in not_hints:
-        assert _hint_text(other) not in result.message
 
 
 @pytest.mark.parametrize(
@@ -403,9 +372,9 @@ def feedback_texts(exercise):
 @pytest.mark.parametrize(
     ("exercise", "answer_code"),
     [
-        ("relative_bias", ("+ n - 1", "+ n − 1", "n - 1]", "[:, None]", "[None, :]")),
         ("alibi_biases", ("[:, None, None]", "(H, 1, 1)", "h + 1", "arange(1, H + 1)")),
         ("reach", ("> 0", "matrix_power", "@ M", "@ step", "range(L", "astype")),
+        ("rope", ("0::2] =", "1::2] =", "[:, None] *", "np.stack(", "np.empty_like")),
     ],
 )
 def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_code):
@@ -414,7 +383,7 @@ def test_feedback_names_the_mistake_without_writing_the_answer(exercise, answer_
             assert code not in text, (exercise, code, text)
 
 
-@pytest.mark.parametrize("exercise", ["relative_bias", "alibi_biases", "reach"])
+@pytest.mark.parametrize("exercise", ["alibi_biases", "rope", "reach"])
 def test_each_mistake_message_ends_with_a_question_or_a_pointer(exercise):
     for text in feedback_texts(exercise):
         assert text.rstrip().endswith("?"), text
@@ -481,19 +450,6 @@ def test_rope_decay_figure_starts_at_one_and_decays():
 @pytest.mark.parametrize(
     ("exercise", "answer", "phrase"),
     [
-        ("relative_bias", lambda n, table: family.relative_bias(n, table)[::-1], "anti-diagonals"),
-        (
-            "relative_bias",
-            lambda n, table: np.asarray(table)[
-                np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
-            ],
-            "|i − j| from 0",
-        ),
-        (
-            "relative_bias",
-            lambda n, table: family.relative_bias(n, table)[:, ::-1],
-            "anti-diagonals",
-        ),
         (
             "alibi_biases",
             lambda n, H: np.broadcast_to(
@@ -503,7 +459,7 @@ def test_rope_decay_figure_starts_at_one_and_decays():
         ),
     ],
 )
-def test_flipped_tables_and_per_key_alibi_are_named(exercise, answer, phrase):
+def test_per_key_alibi_is_named(exercise, answer, phrase):
     feedback = check(exercise, answer)
     assert not feedback
     assert phrase in feedback.message
@@ -726,28 +682,6 @@ def test_reach_times_l_is_told_it_is_entrywise(answer):
     assert "counts paths" not in result.message
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        # i − j of two (n,) arrays: n zeros, so n copies of b_0, without broadcasting
-        lambda n, table: np.asarray(table)[np.arange(n) - np.arange(n) + n - 1],
-        lambda n, table: table,  # the table itself
-    ],
-)
-def test_relative_bias_of_the_wrong_shape_gets_the_broadcasting_question(answer):
-    result = check("relative_bias", answer)
-    assert not result.passed
-    assert "but the result should have shape (3, 3)" in result.message
-    assert get_exercise("relative_bias").checker.shape_hint in result.message
-
-
-def _relative_bias_in_an_int_array(n, table):
-    i = np.arange(n)
-    B = np.zeros((n, n), dtype=int)  # filled with fractions: each one truncated toward 0
-    B[:] = table[i[:, None] - i[None, :] + n - 1]
-    return B
-
-
 def _alibi_in_zeros_like_the_distances(n, H):
     i = np.arange(n)
     distance = np.abs(i[:, None] - i[None, :])  # whole numbers: an integer array
@@ -760,8 +694,6 @@ def _alibi_in_zeros_like_the_distances(n, H):
 @pytest.mark.parametrize(
     ("exercise", "answer"),
     [
-        ("relative_bias", _relative_bias_in_an_int_array),
-        ("relative_bias", lambda n, table: solutions.relative_bias(n, table).astype(int)),
         ("alibi_biases", _alibi_in_zeros_like_the_distances),
         ("alibi_biases", lambda n, H: solutions.alibi_biases(n, H).astype(np.int32)),
     ],
@@ -778,3 +710,175 @@ def test_a_float_placeholder_of_zeros_is_still_called_one():
     result = check("alibi_biases", lambda n, H: np.zeros((H, n, n)))
     assert not result.passed
     assert "placeholder" in result.message and "whole numbers" not in result.message
+
+
+@pytest.mark.parametrize("sign", [-1.0, 1.0])
+def test_alibi_bias_by_the_query_position_is_named(sign):
+    def by_query(n, H):
+        per_row = sign * family.alibi_slopes(H)[:, None, None] * np.arange(n)[:, None]
+        return np.broadcast_to(per_row, (H, n, n))
+
+    result = check("alibi_biases", by_query)
+    assert not result.passed
+    assert "query's position" in result.message and "changes no attention weight" in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "shape"),
+    [
+        # the heads on the middle axis
+        (lambda n, H: np.moveaxis(solutions.alibi_biases(n, H), 0, 1), "shape (3, 4, 3)"),
+        # np.outer of the slopes and the (n, n) distances: (H, n²)
+        (
+            lambda n, H: (
+                -np.outer(
+                    family.alibi_slopes(H), np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+                )
+            ),
+            "shape (4, 9)",
+        ),
+    ],
+)
+def test_alibi_biases_of_the_wrong_shape_get_the_broadcasting_question(answer, shape):
+    result = check("alibi_biases", answer)
+    assert not result.passed
+    assert f"returned {shape}" in result.message
+    assert get_exercise("alibi_biases").checker.shape_hint in result.message
+
+
+def _rope_written_as(
+    pairs="neighbours",
+    sign=1,
+    first=0,
+    use_start=True,
+    swap=False,
+    only_first_pair=False,
+    overwrite=False,
+    halves_out=False,
+    theta=None,
+):
+    """A learner's `rope`, with one slip switched on by a keyword."""
+
+    def answer(X, start=0):
+        n, d = X.shape
+        t = family.rope_angles(d) if theta is None else theta(d)
+        a = sign * ((start if use_start else 0) + first + np.arange(n))[:, None] * t[None, :]
+        cos, sin = (np.sin(a), np.cos(a)) if swap else (np.cos(a), np.sin(a))
+        if pairs == "halves":
+            x, y = X[:, : d // 2], X[:, d // 2 :]
+        else:
+            x, y = X[:, 0::2], X[:, 1::2]
+        out = np.array(X, dtype=float)
+        new_x = x * cos - y * sin
+        if only_first_pair:
+            new_x[:, 1:] = x[:, 1:]
+        left = slice(0, d // 2) if pairs == "halves" or halves_out else slice(0, None, 2)
+        right = slice(d // 2, None) if pairs == "halves" or halves_out else slice(1, None, 2)
+        out[:, left] = new_x
+        source = out[:, left] if overwrite else x
+        new_y = source * sin + y * cos
+        if only_first_pair:
+            new_y[:, 1:] = y[:, 1:]
+        out[:, right] = new_y
+        return out
+
+    return answer
+
+
+def test_rope_references_agree_with_a_loop_of_two_by_two_rotations(rng):
+    X = rng.normal(size=(5, 8))
+    for start in (0, 3, 100):
+        loop = np.array(
+            [
+                np.concatenate(
+                    [
+                        family.rotation((start + i) * t) @ X[i, 2 * f : 2 * f + 2]
+                        for f, t in enumerate(family.rope_angles(8))
+                    ]
+                )
+                for i in range(5)
+            ]
+        )
+        for version in (family.rope, solutions.rope, ex.rope_reference):
+            np.testing.assert_allclose(version(X, start=start), loop, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        solutions.rope,
+        _rope_written_as(),
+        # pairs stacked on a last axis of 2, then flattened: interleaved again
+        lambda X, start=0: np.stack(
+            [
+                X[:, 0::2]
+                * np.cos(a := (start + np.arange(len(X)))[:, None] * family.rope_angles(X.shape[1]))
+                - X[:, 1::2] * np.sin(a),
+                X[:, 0::2] * np.sin(a) + X[:, 1::2] * np.cos(a),
+            ],
+            axis=-1,
+        ).reshape(X.shape),
+    ],
+)
+def test_right_rope_in_any_style_passes(answer):
+    result = check("rope", answer)
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (_rope_written_as(pairs="halves"), "feature f with feature f + d/2"),
+        (_rope_written_as(sign=-1), "turn the other way"),
+        (_rope_written_as(first=1), "counted the positions from 1"),
+        (_rope_written_as(use_start=False), "you left out `start`"),
+        (_rope_written_as(swap=True), "cos and sin are swapped"),
+        (_rope_written_as(only_first_pair=True), "Only your first pair"),
+        (_rope_written_as(theta=lambda d: np.ones(d // 2)), "pair 0's angle"),
+        (_rope_written_as(overwrite=True), "computed from the *new* x"),
+        (_rope_written_as(halves_out=True), "in the wrong places"),
+    ],
+)
+def test_rope_slips_are_named(answer, phrase):
+    result = check("rope", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        # θ_f from the feature index rather than the pair's: 10000^(−f/d)
+        (
+            _rope_written_as(theta=lambda d: 10000.0 ** (-np.arange(d // 2) / d)),
+            "should turn it by (start + i) θ_f",
+        ),
+        # angles in degrees
+        (
+            _rope_written_as(theta=lambda d: np.deg2rad(family.rope_angles(d))),
+            "should turn it by (start + i) θ_f",
+        ),
+        # not a rotation: every pair twice as long
+        (lambda X, start=0: 2 * ex.rope_reference(X, start), "A rotation keeps the length"),
+    ],
+)
+def test_rope_without_a_named_slip_is_pointed_at_a_pair(answer, phrase):
+    result = check("rope", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+def test_rope_with_angles_that_do_not_broadcast_gets_the_shape_question():
+    def flat_angles(X, start=0):
+        n, d = X.shape
+        a = (start + np.arange(n)) * family.rope_angles(d)  # (n,) times (d/2,)
+        return np.concatenate([X[:, 0::2] * np.cos(a), X[:, 1::2] * np.sin(a)], axis=1)
+
+    result = check("rope", flat_angles)
+    assert not result.passed and "raised ValueError" in result.message
+    assert get_exercise("rope").checker.shape_hint in result.message
+
+
+def test_rope_that_calls_the_course_version_is_asked_to_write_its_own():
+    result = check("rope", family.rope)
+    assert not result.passed and "write `rope` yourself" in result.message

@@ -356,6 +356,12 @@ def _gqa_head_4_reads_head_0(Q, K, V):
     return out
 
 
+def _gqa_head_0_output_copied(Q, K, V):
+    group = Q.shape[-3] // K.shape[-3]
+    out = attnlab.attention(Q, np.repeat(K, group, axis=-3), np.repeat(V, group, axis=-3))
+    return np.repeat(out[..., :1, :, :], Q.shape[-3], axis=-3)  # every head gets head 0's
+
+
 def _gqa_mean(Q, K, V):
     return attnlab.attention(Q, K.mean(-3, keepdims=True), V.mean(-3, keepdims=True))
 
@@ -389,6 +395,11 @@ GQA_MISTAKES = [
     (lambda Q, K, V: attnlab.attention(Q, K, V), "How many copies"),
     (lambda Q, K, V: gqa_loop(Q, K, V)[..., :-1, :, :], "one output per query head"),
     (_gqa_head_4_reads_head_0, "Query heads 0, 1, 2, 3, 5 are right, but head 4 is not"),
+    (
+        _gqa_head_0_output_copied,
+        "Query head 0 is right, but head 1 is not. Head 1 returns the output that head 0 "
+        "should return",
+    ),
     (_gqa_causal, "as with a causal mask"),
 ]
 
@@ -419,6 +430,7 @@ def test_an_unnamed_grouped_query_slip_is_shown_the_first_wrong_head():
     message = check("grouped_query_attention", scaled_by_keys).message
     assert "in every query head. For query head 0, the output should be" in message, message
     assert "and yours is" in message and "what are its scores divided by" in message
+    assert "by hand" not in message  # no inputs are shown to trace by hand
     # Only that head's numbers: the exercise still prints no whole arrays.
     assert "returned," not in message and "Expected" not in message
 
@@ -719,6 +731,34 @@ def test_a_float_size_used_as_an_index_gets_the_floor_division_question():
     assert "`//`" in message
 
 
+def _list_of_rows(lengths, n):
+    real = [np.arange(n) < length for length in lengths]
+    return real[:, None, :] & attnlab.causal_mask(n)
+
+
+def _tuple_of_rows(lengths, n):
+    real = tuple(np.arange(n) < length for length in lengths)
+    return real[None] & attnlab.causal_mask(n)
+
+
+@pytest.mark.parametrize("answer", [_list_of_rows, _tuple_of_rows])
+def test_a_list_indexed_like_an_array_is_told_it_is_a_list_not_a_float(answer):
+    message = check("padding_causal_mask", answer).message
+    assert "Python list" in message and "np.array" in message, message
+    assert "float" not in message and "`//`" not in message, message
+
+
+def test_a_list_indexed_by_a_float_still_gets_the_floor_division_question():
+    def float_index(lengths, n):
+        rows = [np.arange(n) < length for length in lengths]
+        return np.stack([rows[b / 1] for b in range(len(lengths))])[:, None] & attnlab.causal_mask(
+            n
+        )
+
+    message = check("padding_causal_mask", float_index).message
+    assert "`//`" in message and "Python list" not in message, message
+
+
 def test_grouped_query_failures_do_not_print_the_arrays():
     message = check("grouped_query_attention", lambda Q, K, V: gqa_loop(Q, K, V)[..., ::-1, :, :])
     assert "returned," not in message.message and "Expected" not in message.message
@@ -776,6 +816,34 @@ def _head_loop(X, W_Q, W_K, W_V, W_O, n_heads, *, scaled=False, rows=False, bloc
 )
 def test_head_loop_slips_are_named(slip, phrase):
     result = check("multi_head_attention", lambda *a: _head_loop(*a, **{slip: True}))
+    assert not result.passed
+    assert phrase in result.message, result.message
+
+
+def _mha_weights_slip(X, W_Q, W_K, W_V, W_O, n_heads, *, slip):
+    dh = X.shape[1] // n_heads
+    outs = []
+    for h in range(n_heads):
+        Q, K, V = ((X @ W)[:, h * dh : (h + 1) * dh] for W in (W_Q, W_K, W_V))
+        S = (K @ Q.T if slip == "K Qᵀ" else Q @ K.T) / np.sqrt(dh)
+        E = np.exp(S - S.max())
+        outs.append((E / E.sum() if slip == "whole" else _softmax(S)) @ V)
+    return np.hstack(outs) @ W_O
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (lambda *a: _mha_weights_slip(*a, slip="K Qᵀ"), "transposed scores"),
+        (
+            lambda X, W_Q, W_K, W_V, W_O, H: mha_einsum(X, W_K, W_Q, W_V, W_O, H),
+            "transposed scores",
+        ),
+        (lambda *a: _mha_weights_slip(*a, slip="whole"), "all n² weights of a head sum to 1"),
+    ],
+)
+def test_multi_head_weight_slips_are_named(answer, phrase):
+    result = check("multi_head_attention", answer)
     assert not result.passed
     assert phrase in result.message, result.message
 

@@ -327,12 +327,50 @@ def _linear_bisection(scores, target, low, high, wrong_way=False):
     ("low", "high", "side"), [(0.01, 1.0, "above"), (1.0, 10.0, "below"), (10.0, 100.0, "below")]
 )
 def test_a_right_search_in_an_interval_that_misses_the_answer_is_told_where_it_is(low, high, side):
-    # The test inputs need τ of 0.07 to 5: each interval misses one of them, whatever its ends.
+    # The test inputs need τ of 0.07 to 44: each interval misses one of them, whatever its ends.
     message = check(
         "temperature_for_entropy", lambda s, t: _linear_bisection(s, t, low, high)
     ).message
     assert f"outside your interval, {side} it" in message, message
     assert "wrong way" not in message
+
+
+def test_the_visible_inputs_need_every_temperature_the_hidden_test_needs():
+    # The notebook's hidden test (cell after the exercise): a search confined to an interval
+    # that passes the visible check must pass it too, so the visible τ range covers its own.
+    visible = [
+        lesson.temperature_for_entropy(**case.inputs) for case in exercise.temperature_cases()
+    ]
+    rng = np.random.default_rng(3030)
+    hidden = [
+        lesson.temperature_for_entropy(rng.normal(scale=4.0, size=n), target)
+        for n, target in [(4, 0.7), (12, 2.0), (30, 0.2)]
+    ]
+    assert min(visible) < min(hidden) and max(hidden) < max(visible)
+    assert max(visible) > 40  # so a hard-coded 0 … 5 or 0 … 10 fails visibly
+
+
+@pytest.mark.parametrize("high", [3.0, 5.0, 10.0])
+def test_a_search_in_a_fixed_small_interval_fails_the_visible_check(high):
+    message = check(
+        "temperature_for_entropy", lambda s, t: _linear_bisection(s, t, 0.0, high)
+    ).message
+    assert "outside your interval, above it: widen the interval" in message, message
+
+
+def test_an_interval_that_ends_just_short_of_the_answer_is_not_told_to_keep_narrowing():
+    # 0.1 … 1.95 ends within 5 % of the first input's τ = 2.043: narrowing cannot reach it.
+    message = check(
+        "temperature_for_entropy", lambda s, t: _linear_bisection(s, t, 0.1, 1.95)
+    ).message
+    assert "outside your interval, above it" in message, message
+    assert "Close" not in message and "narrowing" not in message
+
+
+def test_a_one_hot_row_reads_as_entropy_0_not_minus_0():
+    # τ = 1.234e-5 makes the first input's row one-hot: entropy -0.0, printed as 0.000.
+    message = check("temperature_for_entropy", lambda s, t: 1.234e-5).message
+    assert "entropy is 0.000 nats" in message and "-0.000" not in message, message
 
 
 @pytest.mark.parametrize(("low", "high"), [(0.01, 1.0), (1.0, 10.0), (10.0, 100.0), (1e-3, 1e3)])
@@ -454,6 +492,33 @@ def test_a_wrong_temperature_is_not_told_the_method(answer):
     assert "too flat, so τ must be smaller" in message or "too sharp" in message
 
 
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        (lambda s, t: float(round(_bisection(s, t))), "rounded to a whole number"),
+        (lambda s, t: float(np.round(_bisection(s, t), 2)), "rounded to 2 decimals"),
+    ],
+)
+def test_a_rounded_temperature_is_asked_whether_it_was_rounded(answer, says):
+    # The first input's τ is 2.043: rounded, it is within 5 %, but narrowing is not the fix.
+    message = check("temperature_for_entropy", answer).message
+    assert says in message and "did you round τ" in message, message
+    assert "Keep narrowing" not in message
+
+
+def test_a_fixed_whole_number_is_not_taken_for_a_rounded_temperature():
+    # τ = 2 is 2.043 rounded, but the answer gives 2 for half the target too.
+    message = check("temperature_for_entropy", lambda s, t: 2.0).message
+    assert "did you round" not in message, message
+
+
+@pytest.mark.parametrize("wrap", [lambda tau: np.array([tau]), lambda tau: [[tau]]])
+def test_a_temperature_in_an_array_of_one_entry_passes_with_a_note(wrap):
+    result = check("temperature_for_entropy", lambda s, t: wrap(_bisection(s, t)))
+    assert result.passed, result.message
+    assert "return it as such, e.g. `float(tau)`" in result.message
+
+
 def test_a_search_that_measures_entropy_in_bits_is_told_so():
     message = check("temperature_for_entropy", lambda s, t: _bisection(s, t, log=np.log2)).message
     assert "in bits, not in nats" in message and "np.log2" in message, message
@@ -559,6 +624,8 @@ JACOBIAN_MISTAKES = [
     (lambda p: -p.max(-1) * (1 - p.max(-1)), "negative"),
     (lambda p: p.max(-1) * (1 - p.max(-1)) * 1.7, "above 1/4"),
     (lambda p: np.full(p.shape[:-1], p.max() * (1 - p.max())), "whole array"),
+    (lambda p: p.mean(-1) * (1 - p.mean(-1)), "mean of a softmax row is always 1/n"),
+    (lambda p: np.full(p.shape[:-1], (p.shape[-1] - 1) / p.shape[-1] ** 2), "always 1/n"),
 ]
 
 

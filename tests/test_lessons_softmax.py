@@ -65,13 +65,6 @@ def test_new_figures_draw():
     plt.close(fig)
 
 
-def test_jacobian_pair_labels_its_colour_bar():
-    J = attnlab.softmax_jacobian(attnlab.softmax(np.array([1.0, 0.0, -1.0])))
-    fig = lesson.jacobian_pair([J, J], ["a", "b"])
-    assert any("partial p_i" in ax.get_ylabel() for ax in fig.axes)
-    plt.close(fig)
-
-
 def test_qk_norm_bound_plot_names_its_measured_points():
     fig = lesson.qk_norm_bound_plot(
         [1.0, 2.0], [0.5, 0.6], [0.9, 0.95], measured_label="max over 2000 queries, these 6 keys"
@@ -236,8 +229,26 @@ def test_a_most_negative_fill_without_care_for_empty_rows_is_asked_about_them():
 
     result = attnlab.check("masked_softmax", answer)
     assert not result.passed
-    assert "the most negative number of the type" in result.message
-    assert "every key blocked" in result.message
+    assert "a row with every key blocked gets equal weights" in result.message
+    assert "np.finfo(x.dtype).min" in result.message
+
+
+def test_equal_weights_on_an_empty_row_without_a_fill_are_told_the_symptom_first():
+    # No finite fill at all: an empty row is given equal weights on purpose.
+    def answer(x, mask):
+        keep = np.broadcast_to(np.asarray(mask, dtype=bool), x.shape)
+        kept = np.where(keep, x, -np.inf)
+        m = kept.max(axis=-1, keepdims=True)
+        m = np.where(m > -np.inf, m, 0.0)
+        e = np.exp(kept - m)
+        total = e.sum(axis=-1, keepdims=True)
+        uniform = np.full(x.shape, 1.0 / x.shape[-1])
+        return np.where(total > 0, e / np.where(total > 0, total, 1.0), uniform)
+
+    result = attnlab.check("masked_softmax", answer)
+    assert not result.passed
+    assert result.message.startswith("Your weights are right wherever a row keeps a key")
+    assert "You filled" not in result.message
 
 
 def _masked_shift_by_kept_min(x, mask):
@@ -253,3 +264,77 @@ def test_a_masked_softmax_shifted_by_its_smallest_kept_score_is_told_about_overf
     assert not result.passed
     assert "overflows to inf unless the shift is close to" in result.message
     assert "multiply" not in result.message
+
+
+def _masked_log_of_mask(x, mask):
+    z = x + np.log(mask)  # log(False) = -inf, with NumPy's divide-by-zero warning
+    m = z.max(axis=-1, keepdims=True)
+    m = np.where(m > -np.inf, m, 0.0)
+    e = np.exp(z - m)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)
+
+
+def test_a_masked_softmax_that_adds_the_log_of_the_mask_is_told_where_the_warning_comes_from():
+    result = attnlab.check("masked_softmax", _masked_log_of_mask)
+    assert not result.passed
+    assert "divide by zero encountered in log" in result.message
+    assert "log(0) is that divide by zero" in result.message
+    assert "`np.where(mask, x, -np.inf)` gives the same fill" in result.message
+    assert "thrown away" not in result.message
+
+
+def _jacobian_unbroadcast(P):
+    return P[:, :, None] * (np.eye(P.shape[-1]) - P[None, :])  # (1, n, m) against (m, m)
+
+
+def _jacobian_diag_outer(P):
+    return np.diag(P) - np.outer(P, P)
+
+
+def test_the_jacobian_shape_hint_speaks_of_diag_and_outer_only_to_answers_that_use_them():
+    result = attnlab.check("softmax_jacobian", _jacobian_unbroadcast)
+    assert not result.passed
+    assert "NumPy lines (3,3) and (1,2,3) up from the right" in result.message
+    assert "np.diag" not in result.message
+    result = attnlab.check("softmax_jacobian", _jacobian_diag_outer)
+    assert not result.passed
+    assert "`np.diag` and `np.outer` work on one 1-D row at a time" in result.message
+
+
+def _qk_norm_outer(Q, K, g):
+    return g * (Q @ K.T) / np.outer(np.linalg.norm(Q, axis=1), np.linalg.norm(K, axis=1))
+
+
+def _qk_norm_loop(Q, K, g):
+    S = np.zeros((len(Q), len(K)))
+    for i in range(len(Q)):
+        for j in range(len(K)):
+            S[i, j] = g * Q[i] @ K[j] / (np.linalg.norm(Q[i]) * np.linalg.norm(K[j]))
+    return S
+
+
+def _qk_norm_float32(Q, K, g):
+    Q, K = Q.astype(np.float32), K.astype(np.float32)
+    Qn = Q / np.sqrt((Q**2).sum(axis=-1, keepdims=True))
+    Kn = K / np.sqrt((K**2).sum(axis=-1, keepdims=True))
+    return np.float32(g) * np.einsum("id,jd->ij", Qn, Kn)
+
+
+@pytest.mark.parametrize("answer", [_qk_norm_outer, _qk_norm_loop, _qk_norm_float32])
+def test_qk_norm_scores_in_any_style_pass(answer):
+    result = attnlab.check("qk_norm_scores", answer)
+    assert result.passed, result.message
+
+
+def test_qk_norm_scores_that_call_the_course_version_are_refused():
+    result = attnlab.check("qk_norm_scores", lambda Q, K, g: lesson.qk_norm_scores(Q, K, g))
+    assert not result.passed
+    assert "course's own `attnlab.lessons.softmax.qk_norm_scores`" in result.message
+
+
+def test_qk_norm_scores_beyond_g_are_told_the_range():
+    # Not normalised at all, only multiplied by g: scores far outside [-g, g].
+    result = attnlab.check("qk_norm_scores", lambda Q, K, g: g * Q @ K.T)
+    assert not result.passed
+    assert "outside [-g, g] = [-2, 2]" in result.message

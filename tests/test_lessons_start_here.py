@@ -15,10 +15,19 @@ def test_named_mistakes_do_not_give_the_answer_away(exercise):
         assert not any(answer in mistake.message for answer in answers[exercise])
 
 
-def test_floor_division_is_named():
-    result = check("scale_factor", lambda d_k: 1 // d_k**0.5)
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda d_k: 1 // d_k**0.5,
+        lambda d_k: round(1 / np.sqrt(d_k)),
+        lambda d_k: int(np.sqrt(1 / d_k)),
+    ],
+    ids=["floor division", "round", "int"],
+)
+def test_rounding_to_a_whole_number_is_named(answer):
+    result = check("scale_factor", answer)
     assert not result.passed
-    assert "`//` is floor division" in result.message
+    assert "rounded the fraction down to a whole number" in result.message
 
 
 def test_an_answer_that_ignores_d_k_is_named():

@@ -109,6 +109,27 @@ def test_scores_multiplied_by_the_root_are_named_in_the_by_hand_question(value):
     assert not result.passed and "multiplied the scores by √4 = 2" in result.message
 
 
+@pytest.mark.parametrize(
+    "value, phrase",
+    [
+        # q·k_0 = 4 instead of 2: the -1 of k_0's last entry dropped
+        (1.525, "Check q·k_0"),
+        (1.5255, "Check q·k_0"),
+        # every score negated: the weights favour the key that opposes q
+        (6.06, "opposes q most"),
+        (6.063, "opposes q most"),
+        # q·k_2 = -1 instead of -2
+        (2.54, "Check q·k_2 once more"),
+        (2.543, "Check q·k_2 once more"),
+    ],
+)
+def test_score_sign_slips_are_named_in_the_by_hand_question(value, phrase):
+    from attnlab import check
+
+    result = check("attention_by_hand", value)
+    assert not result.passed and phrase in result.message
+
+
 @pytest.mark.parametrize("value", [2.5, 7.92, 8.0])
 def test_a_by_hand_answer_inside_the_range_is_not_called_outside(value):
     from attnlab import check
@@ -185,6 +206,40 @@ def test_an_output_outside_the_range_of_its_value_column_is_told_so(name, answer
     result = check(name, answer)
     assert not result.passed and "the range of column" in result.message
     assert "weights that are ≥ 0 and sum to 1 can never" in result.message
+
+
+def _clipped(c, low=True):
+    def answer(Q, K, V, mask=None):
+        S = np.clip(_scaled_scores(Q, K), -c if low else None, c)  # no overflow, other weights
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        E = np.exp(S)
+        return E / E.sum(axis=-1, keepdims=True) @ V
+
+    return answer
+
+
+@pytest.mark.parametrize("name", ["attention", "masked_attention"])
+@pytest.mark.parametrize("answer", [_clipped(50), _clipped(100, low=False)])
+def test_scores_clipped_before_the_softmax_are_named(name, answer):
+    from attnlab import check
+
+    result = check(name, answer)
+    assert not result.passed and "clip the scores to a finite range" in result.message
+
+
+def test_a_mask_handed_to_the_course_softmax_is_named_and_one_written_out_passes():
+    from attnlab import check
+
+    def mask_passed_on(Q, K, V, mask):
+        return attnlab.softmax(_scaled_scores(Q, K), mask=mask) @ V
+
+    def mask_written_out(Q, K, V, mask):
+        return attnlab.softmax(np.where(mask, _scaled_scores(Q, K), -np.inf)) @ V
+
+    result = check("masked_attention", mask_passed_on)
+    assert not result.passed and "passes the mask to the course's `softmax`" in result.message
+    assert check("masked_attention", mask_written_out).passed
 
 
 def test_a_right_answer_in_float32_is_not_called_outside_the_range():
@@ -336,6 +391,10 @@ def test_scores_for_reaches_every_point_inside_the_simplex(seed, d_v):
     np.testing.assert_allclose(attnlab.softmax(scores_for(V, z)) @ V, z, atol=1e-9)
 
 
+def _weights_for(V, z):
+    return np.linalg.solve(np.r_[V.T, np.ones((1, len(V)))], np.r_[z, 1])
+
+
 @pytest.mark.parametrize(
     ("answer", "phrase"),
     [
@@ -345,6 +404,8 @@ def test_scores_for_reaches_every_point_inside_the_simplex(seed, d_v):
             "transposed",
         ),
         (lambda V, z: np.full(len(V), np.nan), "NaN or -inf"),
+        (lambda V, z: np.log2(_weights_for(V, z)), "log2(w), a logarithm"),
+        (lambda V, z: np.log10(_weights_for(V, z)), "log10(w), a logarithm"),
         (lambda V, z: np.arange(len(V), dtype=float), "which scores does a softmax turn into"),
         (
             lambda V, z: np.exp(np.linalg.solve(np.r_[V.T, np.ones((1, len(V)))], np.r_[z, 1])),

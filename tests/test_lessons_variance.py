@@ -159,6 +159,7 @@ def test_right_numbers_pass(value):
         (1024, "the variance of the difference"),
         (np.int64(1024), "the variance of the difference"),
         (512, "variance of one score"),
+        (1024**1 / 2, "powers bind tighter than division"),  # `1024 ** 1/2`
         (2048, "4·d_k"),
         (16, "√256"),
         (math.sqrt(2), "after dividing"),
@@ -166,11 +167,16 @@ def test_right_numbers_pass(value):
         (-STD, "never negative"),
         (1 / STD, "below 1"),
         (8, "√64"),
-        # measured-looking values: close to 32 but not it, and not whole numbers
+        (2, "variance of the difference after dividing both scores by √d_k"),
+        (2.0, "variance of the difference after dividing both scores by √d_k"),
+        # measured-looking values: within 2 % of 32 but not it
         (31.7, "looks like a measured value"),
         (32.6, "looks like a measured value"),
-        (33.5, "looks like a measured value"),
-        # a whole number near 32 is a guess, not a measurement: it learns nothing more
+        (1.41 * 22.6, "rounded steps"),  # √2 · √512 from rounded factors: 31.87
+        # further off, or a whole number near 32: a guess, which learns nothing more
+        (33.5, "Not quite: 33.5 is not it"),
+        (30.5, "Not quite: 30.5 is not it"),
+        (33.9, "Not quite: 33.9 is not it"),
         (31, "Not quite: 31 is not it"),
         (33, "Not quite: 33 is not it"),
         (np.int64(31), "Not quite: 31 is not it"),
@@ -284,7 +290,7 @@ def test_initial_spread_follows_each_initialisation():
         assert s["std_scaled"] == pytest.approx(var_q, rel=0.15)
         assert s["std_raw"] == pytest.approx(np.sqrt(32) * s["std_scaled"], rel=1e-9)
         assert 0 <= s["saturated_scaled"] <= s["saturated_raw"] <= 1
-    unit = spread["unit variance, N(0, 1/d)"]
+    unit = spread["LeCun normal, N(0, 1/d)"]
     assert unit["saturated_raw"] > 0 and unit["saturated_scaled"] == 0
 
 
@@ -343,6 +349,7 @@ def test_each_raw_panel_gets_bins_a_quarter_of_its_std_wide():
         (lambda d_k: np.round(np.sqrt(d_k) / 3), "nearest whole number"),
         (lambda d_k: (d_k // 9) ** 0.5, "floor division"),
         (lambda d_k: 1.005 * np.sqrt(d_k) / 3, "estimate"),
+        (lambda d_k: 1.03 * np.sqrt(d_k) / 3, "Two steps"),  # 3 % off: not told it is close
         (lambda d_k: 1 / 3, "ONE product"),
         (lambda d_k: 0.7 * np.sqrt(d_k), "Two steps"),
         (lambda d_k: np.sqrt(d_k) * 2 / 3, "leaves out the density"),

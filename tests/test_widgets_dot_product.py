@@ -1,4 +1,4 @@
-"""The dot-product explorer of lesson 01: two arrows, their angle and lengths."""
+"""The key race of lesson 01: one query, a few keys, and which key scores highest."""
 
 import numpy as np
 import pytest
@@ -6,84 +6,61 @@ import pytest
 from attnlab.widgets import dot_product_explorer
 
 
-def readout(widget) -> dict:
-    return {name: widget.shown[name] for name in ("dot", "lengths", "cos")}
-
-
-def test_builds_with_no_arguments():
+def test_builds_with_no_arguments_and_k1_wins():
     w = dot_product_explorer()
-    assert set(w.controls) == {"angle", "q_length", "k_length"}
-    shown = readout(w)
-    q, k = w.shown["q"], w.shown["k"]
-    assert shown["dot"] == pytest.approx(q @ k, abs=0.005)
-    assert shown["dot"] == pytest.approx(shown["lengths"] * shown["cos"], abs=0.01)
+    assert set(w.controls) == {"q_angle", "k2_length"}
+    q, keys = w.shown["q"], w.shown["keys"]
+    np.testing.assert_allclose(w.shown["scores"], keys @ q)
+    np.testing.assert_allclose(w.shown["bounds"], np.linalg.norm(q) * np.linalg.norm(keys, axis=1))
+    assert w.shown["winner"] == 0
+    # The highest bar is the one filled.
+    assert [bar.get_facecolor() != (1.0, 1.0, 1.0, 1.0) for bar in w.bars] == [True, False, False]
 
 
-def test_right_angle_gives_zero_and_past_it_negative():
+def test_a_longer_key_beats_a_better_aligned_one_until_it_shrinks():
     w = dot_product_explorer()
     before = w.view.image.value
-    w.controls["angle"].value = 90
+    w.controls["q_angle"].value = 40  # 10° from k₁, 30° from k₂
     assert w.view.image.value != before
-    assert readout(w)["dot"] == pytest.approx(0.0, abs=0.005)
-    assert readout(w)["cos"] == pytest.approx(0.0, abs=0.005)
-    w.controls["angle"].value = 150
-    assert readout(w)["dot"] < 0
-    q, k = w.shown["q"], w.shown["k"]
-    np.testing.assert_allclose(
-        np.degrees(np.arccos(q @ k / np.linalg.norm(q) / np.linalg.norm(k))), 150
-    )
+    assert w.shown["winner"] == 1
+    w.controls["k2_length"].value = 0.9
+    assert w.shown["winner"] == 0
+    np.testing.assert_allclose(np.linalg.norm(w.shown["keys"][1]), 0.9)
 
 
-def test_dot_product_scales_with_each_length():
+@pytest.mark.parametrize("angle", [0, 90, 200, 310])
+def test_no_score_leaves_its_dashed_bounds(angle):
     w = dot_product_explorer()
-    first = readout(w)["dot"]
-    before = w.view.image.value
-    w.controls["q_length"].value = w.controls["q_length"].value / 2
-    assert w.view.image.value != before
-    assert readout(w)["dot"] == pytest.approx(first / 2, abs=0.01)
-    assert readout(w)["cos"] == pytest.approx(0.5, abs=0.005)
-    before = w.view.image.value
-    w.controls["k_length"].value = 0.0
-    assert w.view.image.value != before
-    assert readout(w)["dot"] == pytest.approx(0.0, abs=0.005)
-
-
-def test_vectors_follow_the_sliders():
-    w = dot_product_explorer()
-    w.controls["angle"].value = 0
-    w.controls["q_length"].value = 1.0
-    w.controls["k_length"].value = 2.0
-    q, k = w.shown["q"], w.shown["k"]
-    np.testing.assert_allclose([np.linalg.norm(q), np.linalg.norm(k)], [1.0, 2.0])
-    np.testing.assert_allclose(k, 2.0 * q, atol=1e-12)  # θ = 0: the same direction
-    assert readout(w)["dot"] == pytest.approx(2.0)
+    w.controls["q_angle"].value = angle
+    assert np.all(np.abs(w.shown["scores"]) <= w.shown["bounds"] + 1e-12)
+    _, ys = w.bound_lines.get_data()
+    ys = np.asarray(ys, float)
+    np.testing.assert_allclose(ys[0::6], w.shown["bounds"])
+    np.testing.assert_allclose(ys[3::6], -w.shown["bounds"])
 
 
 def test_learner_vectors_start_where_they_are():
-    q, k = np.array([3.0, 4.0]), np.array([1.0, -2.0])
-    w = dot_product_explorer(q=q, k=k)
-    assert w.controls["q_length"].value == pytest.approx(5.0)
-    assert w.controls["k_length"].value == pytest.approx(np.sqrt(5))
-    assert w.controls["q_length"].max >= 5.0
-    shown_q, shown_k = w.shown["q"], w.shown["k"]
-    np.testing.assert_allclose(shown_q, q, atol=1e-12)
-    np.testing.assert_allclose(shown_k, k, atol=1e-12)
-    assert readout(w)["dot"] == pytest.approx(q @ k)
-    before = w.view.image.value
-    w.controls["angle"].value = 90
-    assert w.view.image.value != before
-    assert readout(w)["dot"] == pytest.approx(0.0, abs=0.005)
+    q, keys = np.array([3.0, 4.0]), np.array([[1.0, -2.0], [0.5, 1.5], [-1.0, 0.0]])
+    w = dot_product_explorer(q=q, keys=keys)
+    np.testing.assert_allclose(w.shown["q"], q, atol=1e-12)
+    np.testing.assert_allclose(w.shown["keys"], keys, atol=1e-12)
+    np.testing.assert_allclose(w.shown["scores"], keys @ q)
+    assert w.controls["k2_length"].value == pytest.approx(np.hypot(0.5, 1.5))
+    assert w.shown["winner"] == 1
+    assert len(w.bars) == 3
 
 
 @pytest.mark.parametrize(
     ("kwargs", "error", "named"),
     [
-        ({"q": [1.0, 0.0]}, ValueError, "Pass q, k together \\(missing: k\\)"),
-        ({"q": [1.0, 0.0, 2.0], "k": [1.0, 1.0]}, ValueError, "q must be a 2-D vector"),
-        ({"q": [1.0, 0.0], "k": [0.0, 0.0]}, ValueError, "k is the zero vector"),
-        ({"q": [np.inf, 0.0], "k": [1.0, 1.0]}, ValueError, "q must hold finite numbers"),
-        ({"q": ["a", "b"], "k": [1.0, 1.0]}, TypeError, "q must hold real numbers"),
-        ({"q": [[1.0, 0.0]], "k": [1.0, 1.0]}, ValueError, "q must be one row"),
+        ({"q": [1.0, 0.0, 2.0]}, ValueError, "q must be a 2-D vector"),
+        ({"q": [0.0, 0.0]}, ValueError, "q is the zero vector"),
+        ({"keys": [[1.0, 0.0]]}, ValueError, "keys must be 2 to 4 keys"),
+        ({"keys": [[1.0, 0.0, 1.0]] * 3}, ValueError, "keys must be 2 to 4 keys"),
+        ({"keys": [[1.0, 0.0], [0.0, 0.0]]}, ValueError, "keys holds a zero vector"),
+        ({"q": [np.inf, 0.0]}, ValueError, "q must hold finite numbers"),
+        ({"q": ["a", "b"]}, TypeError, "q must hold real numbers"),
+        ({"keys": [1.0, 0.0]}, ValueError, "keys must be a matrix"),
     ],
 )
 def test_bad_vectors_are_refused_by_name(kwargs, error, named):
@@ -91,12 +68,8 @@ def test_bad_vectors_are_refused_by_name(kwargs, error, named):
         dot_product_explorer(**kwargs)
 
 
-@pytest.mark.parametrize(("q_length", "k_length"), [(0.5, 1.2), (2.0, 0.3), (1.0, 1.0)])
-def test_a_right_angle_reads_zero_without_a_minus_sign(q_length, k_length):
-    # cos 90° is about 6e-17 in floating point, and q·k can land on either side of 0.
+def test_a_key_at_a_right_angle_reads_zero_without_a_minus_sign():
+    # k₃ is at 130°: with q at 40°, cos 90° is about 6e-17 and q·k₃ can land below 0.
     w = dot_product_explorer()
-    w.controls["q_length"].value, w.controls["k_length"].value = q_length, k_length
-    w.controls["angle"].value = 90
-    text = w.numbers.get_text()
-    assert "q·k = 0.00" in text and "cos θ = 0.00" in text
-    assert "-0.00" not in text
+    w.controls["q_angle"].value = 40
+    assert w.score_texts[2].get_text() == "0.00"

@@ -48,6 +48,7 @@ def test_learner_data_and_labels():
     w = qkv_explorer(Q, K, V, labels=["a", "b", "c"])
     # Two queries and three keys: the queries get their own names.
     assert [o[0] for o in w.controls["query"].options] == ["q0", "q1"]
+    assert "·v<sub>a</sub>" in w.readout.value
     first = w.view.image.value
     w.controls["query"].value = 1
     assert w.view.image.value != first
@@ -219,6 +220,8 @@ def test_changing_one_value_row_moves_the_outputs_and_nothing_else():
     Q = np.random.default_rng(6).normal(size=(200, 4))[:6]
     w = qkv_explorer(Q, K, V, labels=[f"v{j}" for j in range(5)])
     assert w.inputs["V"].value.splitlines()[2] == "2.5 2.5"
+    # Labels that already name the value rows are not prefixed twice in the formula.
+    assert "·v<sub>2</sub>" in w.readout.value and "v<sub>v" not in w.readout.value
     for factor in (1.0, 0.25):
         w.controls["sharpen"].value = factor
         before = {k: np.array(v) for k, v in w.shown.items()}

@@ -25,19 +25,23 @@ def test_moving_the_slider_redraws_and_updates_the_numbers(widget):
     slider = widget.controls["d_k"]
     slider.value = 1
     before = widget.view.image.value
-    small_raw = widget.shown["raw"]
+    small_raw, small_edges = widget.shown["raw"], widget.shown["raw_edges"]
     slider.value = 512
     assert widget.view.image.value != before
     assert widget.shown["d_k"] == 512
     std = widget.shown["raw_std"]
     assert abs(std - np.sqrt(512)) < 0.05 * np.sqrt(512)
-    # The raw histogram is a density on a shared axis: it spreads out over many more bins,
-    # and its peak drops like 1/√d_k (√512 ≈ 23 times lower than a normal one at d_k = 1).
-    wide_raw = widget.shown["raw"]
-    assert (wide_raw > 0.1 * wide_raw.max()).sum() > 5 * (small_raw > 0.1 * small_raw.max()).sum()
+    # The raw histogram is a density on a shared axis: it spreads out over a much wider
+    # range, and its peak drops like 1/√d_k (√512 ≈ 23 times lower than at d_k = 1).
+    wide_raw, wide_edges = widget.shown["raw"], widget.shown["raw_edges"]
+
+    def spread(raw, edges):  # how wide the range where the density is above 1/10 of its peak
+        return np.diff(edges)[raw > 0.1 * raw.max()].sum()
+
+    assert spread(wide_raw, wide_edges) > 10 * spread(small_raw, small_edges)
     assert wide_raw.max() == pytest.approx(1 / np.sqrt(2 * np.pi * 512), rel=0.15)
     assert small_raw.max() > 10 * wide_raw.max()
-    assert widget.shown["raw"].sum() * 160 / 80 == pytest.approx(1.0, abs=0.01)
+    assert (wide_raw * np.diff(wide_edges)).sum() == pytest.approx(1.0, abs=0.01)
     slider.value = 1
     assert widget.view.image.value == before
 
@@ -55,13 +59,42 @@ def test_learner_data():
     assert "2000 dot products" in w.readout.value and "±1 (Rademacher)" in w.readout.value
 
 
-def test_every_histogram_fits_under_the_top():
-    # ±1 entries at d_k = 1 or 2 put the samples in a few tall bins.
-    w = variance_explorer([1, 2, 64], n_samples=2000, dist="rademacher")
-    assert all(frame["raw"].max() < w.top for frame in w.frames.values())
-    assert w.view.axes[0, 0].get_ylim()[1] == w.top
-    normal = variance_explorer([1, 2, 64], n_samples=2000)  # its own, lower axes
-    assert normal.view.axes[0, 0].get_ylim()[1] == normal.top < w.top
+def test_small_d_k_shows_the_sharp_peak_of_a_product(widget):
+    # Section 8: a single product XY (d_k = 1), and still the sum of two, peak far above
+    # the normal curve at 0. Coarse bins would average the peak away and draw the
+    # histogram *below* the curve; a quarter of √d_k wide, they show it.
+    for d in (1, 2):
+        frame = widget.frames[d]
+        assert np.diff(frame["raw_edges"]).max() <= np.sqrt(d) / 4 + 1e-9
+        assert frame["raw"].max() > 1.5 / np.sqrt(2 * np.pi * d)
+        assert (frame["raw"] * np.diff(frame["raw_edges"])).sum() == pytest.approx(1.0)
+    # From d_k = 64 on, the 80 bins of the whole axis are already fine enough.
+    assert np.allclose(np.diff(widget.frames[512]["raw_edges"]), 2.0)
+    assert np.allclose(np.diff(widget.frames[64]["raw_edges"]), 2.0)
+    # The axes fit the tallest normal curve; d_k = 1's peak rises above them, and the
+    # readout says how high.
+    top = widget.view.axes[0, 0].get_ylim()[1]
+    assert top == widget.top and 1 / np.sqrt(2 * np.pi) < top < widget.frames[1]["raw"].max()
+    slider = widget.controls["d_k"]
+    slider.value = 1
+    assert f"peak, {widget.frames[1]['raw'].max():.2f}, is cut off" in widget.readout.value
+    slider.value = 2
+    assert "cut off" not in widget.readout.value
+    slider.value = 16
+
+
+def test_plus_minus_one_entries_get_one_bin_per_possible_score():
+    # ±1 entries give whole-number scores of d_k's parity, 2 apart: one bin of width 2
+    # around each, so the bars are neither a comb of empty bins nor merged values.
+    w = variance_explorer([1, 2, 5, 64], n_samples=4000, dist="rademacher")
+    for d, frame in w.frames.items():
+        edges, raw = frame["raw_edges"], frame["raw"]
+        assert np.allclose(np.diff(edges), 2.0)
+        centres = (edges[:-1] + edges[1:])[raw > 0] / 2
+        assert np.all(centres % 2 == d % 2)  # each filled bin centred on a possible score
+        assert raw.max() < w.top  # lattice bins never rise above the axes
+    # At d_k = 1 each score ±1 has chance ½, a density ½ / 2 close to the normal curve's.
+    assert w.frames[1]["raw"].max() == pytest.approx(0.25, abs=0.02)
 
 
 def test_unsorted_d_ks_are_sorted():
@@ -101,7 +134,7 @@ def test_dist_chooses_the_entries_and_the_slider_is_the_only_control():
     w = variance_explorer([1, 64], n_samples=2000, seed=3, dist="rademacher")
     assert "entries ±1 (Rademacher)" in w.readout.value
     w.controls["d_k"].value = 1
-    # ±1 entries at d_k = 1: every sample is -1 or +1, in two tall bins.
+    # ±1 entries at d_k = 1: every sample is -1 or +1, in two bins.
     assert (w.shown["raw"] > 0).sum() == 2
     assert set(np.unique(w.samples[1])) == {-1.0, 1.0}
     w.controls["d_k"].value = 64

@@ -35,8 +35,13 @@ NBVAL = [
     "pytest",
     "--nbval",
     "--nbval-current-env",
-    "--sanitize-with",
+    "--nbval-sanitize-with",
     "tests/nbval_sanitize.cfg",
+    # one notebook per core at a time, each notebook's cells on one worker (pytest-xdist)
+    "-n",
+    "auto",
+    "--dist",
+    "loadscope",
     "-q",
     "notebooks",
 ]

@@ -38,6 +38,11 @@ _REPEAT_SECONDS = 0.1
 _LONGEST_ERROR = 300  # longer error messages (some print whole arrays) are cut
 # Words in NumPy's messages about arrays whose shapes don't fit together.
 _SHAPE_ERROR = re.compile(r"shape|broadcast|mismatch|aligned|dimension|axes", re.IGNORECASE)
+# A Python list (or tuple) indexed like an array: `xs[:, None]`, `xs[i, j]`, `xs[None]`
+# or `xs[[0, 1]]`. Indexing one by a float is a different slip, with its own hint.
+_LIST_INDEX = re.compile(
+    r"(list|tuple) indices must be integers or slices, not (tuple|NoneType|list)"
+)
 
 
 @dataclass
@@ -263,7 +268,13 @@ def _error_message(
             "float array, such as one made by `np.ones` or `np.tril(np.ones(...))`? A "
             "comparison such as `j <= i` gives True/False directly."
         )
-    if "indices must be integers" in text:
+    if _LIST_INDEX.search(text):
+        return message + (
+            " A Python list (or tuple) takes one index at a time, so `[:, None]` or `[i, j]` "
+            "does not work on it. Make it an array first (`np.array(...)`), or build the array "
+            "in one NumPy step instead of as a list."
+        )
+    if "indices must be integers" in text and ("float" in text or "slice indices" in text):
         return message + (
             " An index or a size is a float: `/` always gives one. Which division should "
             "give a whole number, and what does `//` give?"

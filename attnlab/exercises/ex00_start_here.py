@@ -44,8 +44,10 @@ MISTAKES = (
         lambda d_k: d_k**-1 / 2,
     ),
     Mistake(
-        "Your function returns 0 because `//` is floor division: it rounds down to a whole "
-        "number, so `1 // 2` is 0. Which operator divides without rounding?",
+        "Your function returns 0: something rounded the fraction down to a whole number. "
+        "`//` is floor division (`1 // 2` is 0), and `int(...)` or `round(...)` with no "
+        "digits do the same. Which of them is in your function, and how do you keep the "
+        "fraction?",
         lambda d_k: 1 // np.sqrt(d_k),
     ),
     Mistake(

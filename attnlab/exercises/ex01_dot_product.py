@@ -10,6 +10,7 @@ import numpy as np
 
 from . import solutions
 from .arrays import ArrayCheck, Case, Mistake, readable, softmax_rows
+from .messages import Fail
 from .registry import register
 
 LESSON = "notebooks/01_dot_product.ipynb"
@@ -42,16 +43,30 @@ def _along_q_hint(got, want, inputs):
     cos = float(got @ q) / (size * float(np.linalg.norm(q)))
     # Rounded, and + 0.0 turns -0.0 into 0.0: a key at a right angle reads "0", not "-8.9e-16".
     score = round(float(got @ q), 6) + 0.0
-    if cos > 1 - 1e-6:
+    right_length = abs(size - length) <= 1e-4 * length
+    if cos > 1 - 1e-6 and not right_length:
         return (
             f"Your key points exactly the way q does, but its length is {size:.4g}, not "
             f"{length:g}. How do you change a vector's length without turning it?"
         )
     angle = float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
+    if angle < 0.5:  # "0° away" would contradict the failure: say how far, exactly
+        return (
+            f"Your key is almost, but not exactly, along q: {angle:.2g}° away from it. The "
+            "best key can be written exactly, with no search: which vector points exactly "
+            "the way q does, and how do you give it the length you want?"
+        )
+    # A key of the wrong length can outscore the best key of the right one: say so.
+    other_length = (
+        ""
+        if right_length
+        else f" Its length is also {size:.3g}, not {length:g}, so that score cannot be "
+        f"compared with the best key of length {length:g}."
+    )
     return (
         f"Your key is {angle:.0f}° away from q, so cos θ = {round(cos, 3) + 0.0:.3f} and its "
-        f"score is {score:.4g}. For a fixed length, which angle gives the largest cos θ, "
-        "and so which direction must the key have?"
+        f"score is {score:.4g}.{other_length} For a fixed length, which angle gives the "
+        "largest cos θ, and so which direction must the key have?"
     )
 
 
@@ -95,11 +110,24 @@ BEST_KEY_MISTAKES = (
     ),
 )
 
+
+class BestKeyCheck(ArrayCheck):
+    """The check of ``best_key``: an answer that returns the key together with its score
+    (or any pair) is told to return the key alone."""
+
+    def _refuse_returned(self, value, name: str) -> None:
+        if isinstance(value, tuple) and len(value) >= 2:
+            raise Fail(
+                f"Your `{name}` returned {len(value)} things (a tuple). Return only the key: "
+                "one array with as many entries as q."
+            )
+
+
 register(
     LESSON,
     solutions.best_key,
     "best_key(q, length) -> the key of that length with the largest score q·k, shape like q",
-    ArrayCheck(
+    BestKeyCheck(
         best_key_cases,
         reference=solutions.best_key,
         shape_rule="a key has as many entries as the query q, (d_k,)",
@@ -285,11 +313,25 @@ NEW_TOKEN_MISTAKES = (
         ),
     ),
     Mistake(
+        "You used `*`, which multiplies entry by entry and keeps d_k numbers per key, one "
+        "row per key. A score adds those products up: which operator multiplies and adds "
+        "in one step?",
+        lambda x_new, K_cache, W_Q, W_K: np.vstack([K_cache, x_new @ W_K]) * (x_new @ W_Q),
+    ),
+    Mistake(
         "You divided each score by the lengths of q and of the key: that is the cosine "
         "similarity, which attention does not use. In attention a key twice as long scores "
         "twice as much, q·(2k) = 2 q·k, as in the lesson. Which step of yours takes the "
         "lengths out?",
         lambda x_new, K_cache, W_Q, W_K: _cosines(x_new, K_cache, W_Q, W_K),
+    ),
+    Mistake(
+        "Your scores are minus the squared distances ‖q − k_j‖², the closeness measure of "
+        "the optional box on distances. A score in attention is the dot product q · k_j, "
+        "which also counts the key's length: which operation gives it?",
+        lambda x_new, K_cache, W_Q, W_K: (
+            -((np.vstack([K_cache, x_new @ W_K]) - x_new @ W_Q) ** 2).sum(axis=1)
+        ),
     ),
 )
 
@@ -305,6 +347,12 @@ def _query_before_keys(message: str, inputs: dict) -> bool:
     """`q @ K` with q (d_k,) and the stacked K (n + 1, d_k): matmul names n + 1 against d_k."""
     n_keys, d_k = len(inputs["K_cache"]) + 1, inputs["W_K"].shape[1]
     return "matmul" in message and f"(size {n_keys} is different from {d_k})" in message
+
+
+def _keys_transposed(message: str, inputs: dict) -> bool:
+    """`K.T @ q` with the stacked K (n + 1, d_k): matmul names d_k against n + 1."""
+    n_keys, d_k = len(inputs["K_cache"]) + 1, inputs["W_K"].shape[1]
+    return "matmul" in message and f"(size {d_k} is different from {n_keys})" in message
 
 
 register(
@@ -323,6 +371,12 @@ register(
                 _query_before_keys,
                 "Your keys are stacked, but the product meets them the wrong way round: q "
                 "is (d_k,) and K is (n + 1, d_k). Which of K @ q and q @ K lines up d_k "
+                "with d_k?",
+            ),
+            (
+                _keys_transposed,
+                "Your stack of keys may well be right, but the product meets it transposed: "
+                "K is (n + 1, d_k) and q is (d_k,). Which of K @ q and K.T @ q lines up d_k "
                 "with d_k?",
             ),
         ),
@@ -358,16 +412,10 @@ def matrix_cases() -> list[Case]:
     ]
 
 
-_EXPAND = (
-    "Write S = (X W_Q)(X W_K)ᵀ, and write the transpose (X W_K)ᵀ so that Xᵀ stands on the "
-    "right: what is left between X and Xᵀ"
-)
-
-
 _ENTRY_BY_ENTRY = (
     "You used `*`, which multiplies two arrays entry by entry: no row is dotted with a "
     "column, and it only gives a (d, d) array because the matrices are square here. A matrix "
-    f"product is `@`. {_EXPAND}?"
+    "product is `@`."
 )
 
 
@@ -380,7 +428,7 @@ def _multiple_hint(got, want, inputs):
         return None
     return (
         f"Your M is a multiple of the right one, {c:.3g} times it, so every score it gives is "
-        f"{c:.3g} times the right score. Where does that factor come in? {_EXPAND}?"
+        f"{c:.3g} times the right score. Where does that factor come in?"
     )
 
 
@@ -398,29 +446,31 @@ def _rule_hint(got, want, inputs):
 MATRIX_MISTAKES = (
     Mistake(
         "Yours is the transpose of M: W_K W_Qᵀ gives Sᵀ, where row i holds key i's scores. "
-        f"{_EXPAND}?",
+        "In S = X M Xᵀ, which projection must act on the X on the left, the queries' or the "
+        "keys'?",
         lambda W_Q, W_K: W_K @ W_Q.T,
     ),
     Mistake(
         "W_Qᵀ W_K compares the features of queries with the features of keys: it is "
         "(d_k, d_k), which matches (d, d) only because d = d_k here. M sits between two "
-        f"embeddings, X M Xᵀ, so it is (d, d). {_EXPAND}?",
+        "embeddings, X M Xᵀ, so it is (d, d). Which product of W_Q and W_K is (d, d)?",
         lambda W_Q, W_K: W_Q.T @ W_K,
     ),
     Mistake(
         "W_Q W_K without a transpose only runs because the matrices happen to be square. "
-        f"{_EXPAND}?",
+        "S = (X W_Q)(X W_K)ᵀ has a transpose in it: where does it end up in M?",
         lambda W_Q, W_K: W_Q @ W_K,
     ),
     Mistake(
         "You transposed both factors, W_Qᵀ W_Kᵀ: that runs only because the matrices are "
         "square here; in general (d_k, d) @ (d_k, d) does not fit. The rule (A B)ᵀ = Bᵀ Aᵀ "
-        f"turns one product around. {_EXPAND}?",
+        "turns one product around: which product in S is transposed?",
         lambda W_Q, W_K: W_Q.T @ W_K.T,
     ),
     Mistake(
         "W_Kᵀ W_Q is (d_k, d_k): it compares features with features, where M must sit "
-        f"between two embeddings, X M Xᵀ, so it is (d, d). {_EXPAND}?",
+        "between two embeddings, X M Xᵀ, so it is (d, d). Which product of W_Q and W_K "
+        "is (d, d)?",
         lambda W_Q, W_K: W_K.T @ W_Q,
     ),
     Mistake(
@@ -433,29 +483,35 @@ MATRIX_MISTAKES = (
     ),
     Mistake(
         "You divided by √d_k. M is the matrix of the raw scores S = X M Xᵀ; the scaling "
-        f"comes in the next two lessons. {_EXPAND}?",
+        "comes in the next two lessons.",
         lambda W_Q, W_K: W_Q @ W_K.T / np.sqrt(W_Q.shape[1]),
     ),
     Mistake(
         "Your M is symmetric: you averaged W_Q W_Kᵀ with its transpose. Then every score "
-        "would be mutual, S[i, j] = S[j, i], which is what two matrices avoid. "
-        f"{_EXPAND}?",
+        "would be mutual, S[i, j] = S[j, i], which is what two matrices avoid. Which one of "
+        "the two products you averaged is M?",
         lambda W_Q, W_K: (W_Q @ W_K.T + W_K @ W_Q.T) / 2,
+    ),
+    Mistake(
+        "Your M is symmetric: you added W_Q W_Kᵀ and its transpose W_K W_Qᵀ. Then every "
+        "score would be mutual, S[i, j] = S[j, i], which is what two matrices avoid. Which "
+        "one of the two products is M?",
+        lambda W_Q, W_K: W_Q @ W_K.T + W_K @ W_Q.T,
     ),
     Mistake(
         "Your M is a multiple of the right one: twice it, so every score is doubled. Did "
         "you add two terms that are in fact the same product, such as W_Q W_Kᵀ and "
-        f"(W_K W_Qᵀ)ᵀ? {_EXPAND}?",
+        "(W_K W_Qᵀ)ᵀ?",
         lambda W_Q, W_K: W_Q @ W_K.T + (W_K @ W_Q.T).T,
     ),
     Mistake(
         "You used W_K twice: W_K W_Kᵀ would compare keys with keys, and it is symmetric, so "
-        f"every pair of tokens would score each other alike. The queries are X W_Q. {_EXPAND}?",
+        "every pair of tokens would score each other alike. The queries are X W_Q.",
         lambda W_Q, W_K: W_K @ W_K.T,
     ),
     Mistake(
         "You used W_Q twice: W_Q W_Qᵀ is what a model with one shared projection would use, "
-        f"and it is symmetric. The keys are X W_K. {_EXPAND}?",
+        "and it is symmetric. The keys are X W_K.",
         lambda W_Q, W_K: W_Q @ W_Q.T,
     ),
 )
@@ -470,6 +526,8 @@ register(
         shape_rule="(d, d): X M Xᵀ must be (n, d) @ (d, d) @ (d, n)",
         mistakes=MATRIX_MISTAKES,
         hints=(_multiple_hint, _rule_hint),
+        # The expected M would let a learner match candidate products by eye.
+        show_expected=False,
         shape_hint=(
             "W_Q and W_K are both (d, d_k). M goes between X (n, d) and Xᵀ (d, n), so it "
             "must be (d, d): (d, d_k) @ (d_k, d)."

@@ -197,7 +197,9 @@ def slips() -> list[Slip]:
             float(D_K),
             f"{D_K} is the variance of one score q·k, and it is not a standard deviation. "
             "The difference of two scores has its own variance: do the two scores' "
-            "variances add, or cancel? Then take the square root.",
+            "variances add, or cancel? Then take the square root. (Or, if you wrote "
+            f"`{2 * D_K} ** 1/2`: Python reads it as `({2 * D_K} ** 1) / 2`, because powers "
+            "bind tighter than division.)",
             _near(D_K),
         ),
         Slip(
@@ -221,6 +223,13 @@ def slips() -> list[Slip]:
             _near(math.sqrt(2)),
         ),
         Slip(
+            2.0,
+            "2 is the variance of the difference after dividing both scores by √d_k "
+            "(2·d_k / d_k). The question asks for the standard deviation of the raw "
+            "difference, before any division.",
+            0.02,
+        ),
+        Slip(
             1.0,
             "1 is the standard deviation of one scaled score q·k / √d_k. The question asks "
             "about the difference of two raw scores, q·k₁ − q·k₂.",
@@ -233,8 +242,8 @@ def slips() -> list[Slip]:
             _near(1 / _STD),
         ),
     ]
-    # √d for another common d_k, such as the lesson's d_k = 64 (√2, √256, √512, √2048 have
-    # their own messages above, and √1024 is the answer).
+    # √d for another common d_k, such as the lesson's d_k = 64 (√2, √4 = 2, √256, √512,
+    # √2048 have their own messages above, and √1024 is the answer).
     found += [
         Slip(
             math.sqrt(d),
@@ -243,7 +252,7 @@ def slips() -> list[Slip]:
             _near(math.sqrt(d)),
         )
         for d in (2**i for i in range(1, 13))
-        if d not in (2, D_K // 2, D_K, 2 * D_K, 4 * D_K, 4096)
+        if d not in (2, 4, D_K // 2, D_K, 2 * D_K, 4 * D_K, 4096)
     ]
     found.append(
         Slip(
@@ -269,25 +278,23 @@ def slips() -> list[Slip]:
             _near(math.sqrt(3 * D_K)),
         ),
     ]
-    # A value near the answer but not a whole number looks measured. A whole number near it
-    # is more likely a guess, and is told only that it is not the answer.
-    window = 0.06 * _STD
-    found += [
-        Slip(float(n), f"Not quite: {n} is not it. " + _RULE, 0.0)
-        for n in range(math.ceil(_STD - window), math.floor(_STD + window) + 1)
-        if abs(n - _STD) > TOLERANCE
-    ]
+    # A value within 2 % of the answer looks measured (or worked out from rounded steps).
+    # The window is narrow so that it does not tell a guess how close it is: further off,
+    # and for every whole number but the answer (none lies within 2 % of 32), the generic
+    # hint says only that it is not the answer.
     measured = (
-        "That looks like a measured value, but the question asks for the exact standard "
-        "deviation, which follows from the variances alone. " + _RULE
+        "That looks like a measured value, or one worked out from rounded steps, but the "
+        "question asks for the exact standard deviation, which follows from the variances "
+        "alone. " + _RULE
     )
-    return [*found, Slip(_STD, measured, window)]
+    return [*found, Slip(_STD, measured, 0.02 * _STD)]
 
 
 def _passed(value: float) -> str:
     return (
-        f"Right: q·k₁ − q·k₂ = q·(k₁ − k₂), whose entries have variance 1 · 2, so its "
-        f"variance is 2·d_k = {2 * D_K} and its standard deviation √{2 * D_K} = {_STD:g} "
+        f"Right: q·k₁ − q·k₂ = q·(k₁ − k₂), a sum of d_k terms q_i(k₁ᵢ − k₂ᵢ) of variance "
+        f"1 · 2 each, so its variance is 2·d_k = {2 * D_K} and its standard deviation "
+        f"√{2 * D_K} = {_STD:g} "
         f"(you gave {value:g}), √2 times the spread of one score. Softmax only sees such "
         f"differences; after dividing by √{D_K}, their standard deviation is √2 ≈ 1.41."
     )
@@ -427,7 +434,7 @@ def _estimate_hint(got: np.ndarray, want: np.ndarray, inputs: dict) -> str | Non
     # message says so without saying how close it is.
     if got.shape != () or not np.isfinite(got.astype(np.float64)) or float(want) == 0:
         return None
-    if abs(float(got) / float(want) - 1) <= 0.05:
+    if abs(float(got) / float(want) - 1) <= 0.02:
         return (
             "Your number looks like an estimate from random samples. The function should "
             "return the exact divisor; derive it from the variance of one uniform entry."

@@ -28,12 +28,16 @@ from .registry import register
 
 
 def temperature_cases() -> list[Case]:
+    # The right τ runs from 0.07 to 44 (the third row's scores are in the hundreds), so a
+    # search in a fixed interval such as 0 … 5 fails here, as it would in grading.
     rng = np.random.default_rng(313)
-    rows = [np.round(rng.normal(scale=3.0, size=n), 1) for n in (5, 8, 16)]
+    rows = [np.round(rng.normal(scale=3.0, size=n), 1) for n in (5, 8)]
+    rows.append(np.round(rng.normal(scale=60.0, size=16)))
     targets = [1.0, 0.5, 2.0]
     return [
         Case(
-            f"{len(s)} scores, target entropy {t:g} nats (uniform would be {np.log(len(s)):.2f})",
+            f"{len(s)} scores from {s.min():g} to {s.max():g}, target entropy {t:g} nats "
+            f"(uniform would be {np.log(len(s)):.2f})",
             {"scores": s, "target": t},
         )
         for s, t in zip(rows, targets, strict=True)
@@ -128,12 +132,14 @@ def _same(a: float, b: float) -> bool:
 
 
 def _stuck_hint(got: float, want: float, inputs: dict[str, Any], reached: float) -> str | None:
-    """What to say about a τ that does not move when the target moves a little, found by
-    running the answer again: on targets near this one, and on one near 0 and one near
-    log n. A search stuck at one end of its interval gives the same τ for the near
-    targets. If it moves the right way, a target near 0 gives a smaller τ than one near
-    log n, and the right τ lies outside the interval; if it moves the wrong way, the
-    reverse. A τ that never moves is no search at all."""
+    """What to say about a τ that does not move towards the right one when the target
+    moves that way, found by running the answer again: on targets near this one, and on
+    one near 0 and one near log n. A search stuck at one end of its interval gives the same
+    τ for a target a little further towards the right τ's side and for the far one there
+    (a search that merely stops too soon moves on the far one). If it moves the right way,
+    a target near 0 gives a smaller τ than one near log n, and the right τ lies outside
+    the interval; if it moves the wrong way, the reverse. A τ that never moves is no
+    search at all."""
     scores = np.asarray(inputs["scores"], dtype=np.float64)
     target, top = float(inputs["target"]), float(np.log(scores.size))
     near = (target * 0.97, min(target * 1.03, (target + top) / 2))
@@ -157,7 +163,11 @@ def _stuck_hint(got: float, want: float, inputs: dict[str, Any], reached: float)
             "interval should move?"
         )
     near_low, near_high, sharpest, flattest = tried
-    if not (_same(near_low, got) and _same(near_high, got)):
+    # An end of the interval stops τ on the right τ's side: a target a little further that
+    # way, or one near 0 or log n, gives the same τ. (A coarse search can give the same τ
+    # for the near target, but not for the far one.)
+    toward, beyond = (near_high, flattest) if want > got else (near_low, sharpest)
+    if not (_same(toward, got) and _same(beyond, got)):
         return None  # τ moves with the target: no end of an interval
     if _same(sharpest, got) and _same(flattest, got):
         if not _round_end(got, spread):
@@ -168,9 +178,10 @@ def _stuck_hint(got: float, want: float, inputs: dict[str, Any], reached: float)
             "interval, and it never moves. Does your loop run, and does each step move one "
             "end of the interval?"
         )
+    moved = f"rises, even to near log {scores.size}" if want > got else "falls, even to near 0"
     state = (
-        f"Your τ = {got:g} stays put when the target moves a little, so it looks like one "
-        f"end of your search interval; with it {row}. "
+        f"Your τ = {got:g} stays put when the target {moved}, so it looks like one end of "
+        f"your search interval; with it {row}. "
     )
     if sharpest < flattest:  # a lower target gives a smaller τ: the right way
         return state + (
@@ -181,6 +192,41 @@ def _stuck_hint(got: float, want: float, inputs: dict[str, Any], reached: float)
     return state + (
         "Did your search move the wrong way at every step? When the entropy is below the "
         "target, the row is too sharp: which end of the interval should move, and where to?"
+    )
+
+
+def _decimals_of(tau: float, right: float) -> int | None:
+    """The number of decimals, 0 to 3, to which ``tau`` looks like ``right`` rounded: τ has
+    no more decimals and lies within half a unit of the last one from ``right``. None if
+    neither holds for any of them."""
+    for decimals in range(4):
+        unit = 10.0**-decimals
+        steps = tau / unit
+        if abs(steps - round(steps)) < 1e-9 * max(1.0, abs(steps)):
+            return decimals if abs(tau - right) <= 0.5 * unit * (1 + 1e-9) else None
+    return None
+
+
+def _rounding_hint(got: float, want: float, inputs: dict[str, Any]) -> str | None:
+    """What to say about a τ that is the right one rounded (or found on a grid of whole
+    numbers or a few decimals). Where the answer can be run again, it must look rounded at
+    half the target too: a fixed τ = 2, say, does not."""
+    decimals = _decimals_of(got, want)
+    if decimals is None:
+        return None
+    scores = np.asarray(inputs["scores"], dtype=np.float64)
+    half = 0.5 * float(inputs["target"])
+    tried = _tried(scores, (half,))
+    if tried is not None and _decimals_of(tried[0], temperature_for_entropy(scores, half)) is None:
+        return None
+    if decimals == 0:
+        rounded, grid = "a whole number", "whole numbers"
+    else:
+        rounded, grid = f"{decimals} decimal{'s' * (decimals > 1)}", f"steps of {10.0**-decimals:g}"
+    return (
+        f"Your τ = {got:g} is the right τ, {want:{_digits(got, want)}}, rounded to {rounded}: "
+        f"did you round τ, or try only {grid}? τ should be right to within 1 part in 10,000: "
+        "return it unrounded, and let your search stop only when it is that close."
     )
 
 
@@ -222,6 +268,15 @@ def _temperature_hint(got, want, inputs):
     f = _digits(got, want)
     target = inputs["target"]
     reached = float(entropy(softmax(np.asarray(inputs["scores"], float) / got)))
+    # First an end of the interval: one just short of the right τ is close, but narrowing
+    # cannot help it.
+    stuck = _stuck_hint(got, want, inputs, reached)
+    if stuck is not None:
+        return stuck
+    rounded = _rounding_hint(got, want, inputs)
+    if rounded is not None:
+        return rounded
+    reached = max(reached, 0.0) + 0.0  # rounding can leave -1e-17: no "-0.000"
     if abs(got / want - 1) < _CLOSE:
         return (
             f"Close: your τ = {got:{f}} gives entropy {reached:.4f} nats, near the target "
@@ -230,9 +285,6 @@ def _temperature_hint(got, want, inputs):
             "wide is your last interval, or the step of your grid? Keep narrowing until it "
             "is narrower than τ / 10,000."
         )
-    stuck = _stuck_hint(got, want, inputs, reached)
-    if stuck is not None:
-        return stuck
     too_sharp = reached < target
     fixed = ""
     tried = _tried(np.asarray(inputs["scores"], dtype=np.float64), (target * 0.5,))
@@ -251,6 +303,19 @@ def _temperature_hint(got, want, inputs):
         "once? (If your code searches already: is the number you compare with the target "
         "the entropy, in nats, of softmax(scores / τ)?)"
     )
+
+
+def _one_number(got: np.ndarray, notes: list[str]) -> np.ndarray:
+    """Accept τ inside an array of one entry (it holds the right number), with a note."""
+    if got.shape == () or got.size != 1:
+        return got
+    note = (
+        f"Note: your function returns τ wrapped in an array (or list) of shape {got.shape}. That "
+        "passes, but τ is one number: return it as such, e.g. `float(tau)`."
+    )
+    if note not in notes:
+        notes.append(note)
+    return got.reshape(())
 
 
 @dataclass(frozen=True)
@@ -274,6 +339,7 @@ register(
         temperature_cases,
         reference=_reference_temperature,
         shape_rule="one number, the temperature τ",
+        prepare=_one_number,
         mistakes=TEMPERATURE_MISTAKES,
         hints=(_temperature_hint,),
         # The hint prints both temperatures with enough digits to tell them apart; the
@@ -335,6 +401,13 @@ JACOBIAN_MISTAKES = (
         "reached only when the top weight is exactly ½. A one-hot row has J = 0. Which "
         "weight decides the largest entry of one particular row?",
         lambda p: np.full(p.shape[:-1], 0.25),
+    ),
+    Mistake(
+        "You used the row's mean weight, p (1 − p) at p = 1/n. But the mean of a softmax "
+        "row is always 1/n, since its n weights sum to 1, so it gives the same number for "
+        "every row of n keys, sharp or flat. Which single weight of a row decides its "
+        "largest entry?",
+        lambda p: p.mean(axis=-1) * (1 - p.mean(axis=-1)),
     ),
     Mistake(
         "You returned the product of the two largest weights, the largest entry off the "

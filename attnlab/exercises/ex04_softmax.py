@@ -1,4 +1,4 @@
-"""Exercises ``softmax``, ``softmax_jacobian`` and ``masked_softmax``.
+"""Exercises ``softmax``, ``softmax_jacobian``, ``masked_softmax`` and ``qk_norm_scores``.
 
 Lesson: ``notebooks/04_softmax.ipynb``.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -370,14 +371,59 @@ def _row_loop_when_run(answer: Any, P: np.ndarray, timeout: float | None) -> boo
     return len(seen) > 1
 
 
+_DIAG_OUTER_SHAPES = (
+    "`np.diag` and `np.outer` work on one 1-D row at a time (given a 2-D array, "
+    "`np.diag` even returns its diagonal instead). P is 2-D, shape (n, m): what shapes "
+    "would two views of P need so that their product broadcasts to (n, m, m), with "
+    "entry [r, i, j] equal to p_i p_j of row r?"
+)
+
+
+def _broadcast_hint(error: str) -> str:
+    """The shape hint for an answer that does not call ``np.diag`` or ``np.outer``: the
+    shapes NumPy could not line up, if its message names them, and a question about them."""
+    # NumPy's "could not be broadcast together with shapes (2,3,3) (1,2,3)", up to the
+    # learner's line of code, which may hold parentheses of its own.
+    named = error.split("shapes", 1)[1].split("`", 1)[0] if "shapes" in error else ""
+    shapes = re.findall(r"\(\d[\d,]*\)", named)
+    if len(shapes) >= 2:
+        return (
+            f"NumPy lines {shapes[0]} and {shapes[1]} up from the right, and only an axis of "
+            "length 1 stretches to fit another length: which of the two is missing an axis "
+            "of length 1, and where should it go, so that the result broadcasts to (n, m, m)?"
+        )
+    return (
+        "NumPy lines shapes up from the right, and only an axis of length 1 stretches to "
+        "fit another length: which of your arrays is missing an axis of length 1, and where "
+        "should it go, so that the result broadcasts to (n, m, m)?"
+    )
+
+
+def _calls_diag_or_outer(answer: Any) -> bool:
+    """Whether the answer's own source calls ``diag`` or ``outer`` (True if it can't be read)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(answer)))
+    except (OSError, TypeError, SyntaxError):
+        return True
+    return any(
+        (isinstance(n, ast.Attribute) and n.attr in {"diag", "outer"})
+        or (isinstance(n, ast.Name) and n.id in {"diag", "outer"})
+        for n in ast.walk(tree)
+    )
+
+
 @dataclass(frozen=True)
 class NoRowLoopCheck(ArrayCheck):
     """An ArrayCheck that, once the numbers are right, refuses an answer that loops over
-    the rows of P: the exercise is about broadcasting."""
+    the rows of P: the exercise is about broadcasting. Its shape hint speaks of `np.diag`
+    and `np.outer` only to an answer that calls them."""
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         result = super().__call__(answer, name=name, timeout=timeout)
         if not result.passed:
+            head, found, tail = result.message.partition(" " + _DIAG_OUTER_SHAPES)
+            if found and not _calls_diag_or_outer(answer):
+                return CheckResult(False, f"{head} {_broadcast_hint(head)}{tail}", name)
             return result
         P = softmax_rows(np.random.default_rng(415).normal(size=(4, 3)))
         if _row_loop_in_source(answer) or _row_loop_when_run(answer, P, timeout):
@@ -540,6 +586,12 @@ def _warning_cause(error: str, inputs: dict[str, Any]) -> str:
             "every entry, masked or not.) Which value could a blocked score take before exp, "
             "so that exp gives exactly 0 without overflowing?"
         )
+    if error.endswith("in log"):
+        return (
+            "`np.log` of the mask gives -inf where it is False, which is the fill you want, "
+            "but log(0) is that divide by zero. `np.where(mask, x, -np.inf)` gives the same "
+            "fill with no warning."
+        )
     if _has_empty_row(inputs) and error.endswith("subtract"):
         return (
             "A row with every key blocked is where it happens: its maximum is -inf, and "
@@ -668,10 +720,11 @@ MASKED_MISTAKES = (
         lambda x, mask: softmax_rows(np.where(mask, x, -1e9)),
     ),
     Mistake(
-        "You filled the blocked scores with the most negative number of the type. That works "
-        "while a row keeps a key, but a row with every key blocked becomes a row of equal "
-        "scores and spreads its weight evenly over keys it may not see. What should a query "
-        "with nothing to attend to get, so that its output is the zero vector?",
+        "Your weights are right wherever a row keeps a key, but a row with every key blocked "
+        "gets equal weights, spread over keys it may not see (a finite fill such as "
+        "`np.finfo(x.dtype).min` does that: it turns such a row into a row of equal scores). "
+        "What should a query with nothing to attend to get, so that its output is the zero "
+        "vector?",
         lambda x, mask: softmax_rows(np.where(mask, x, np.finfo(np.asarray(x).dtype).min)),
     ),
     Mistake(_FINITE_FILL, lambda x, mask: softmax_rows(np.where(mask, x, -1e9)) * mask),
@@ -862,6 +915,135 @@ def _raising(answer: Any, case: Case, timeout: float | None, **errors: str) -> A
         return run_with_time_limit(run, timeout)
 
 
+# --------------------------------------------------------- qk_norm_scores
+
+
+def qk_norm_cases() -> list[Case]:
+    rng = np.random.default_rng(434)
+    # Lengths far apart, so that a vector left unnormalised changes the scores.
+    lengths = np.array([[0.5], [4.0]])
+    return [
+        # Square first: lengths taken without keepdims still run there (and can be named),
+        # where on other shapes they stop with a broadcasting error.
+        Case(
+            "square Q and K (3×3), g = 2",
+            {"Q": readable(rng, 3, 3), "K": readable(rng, 3, 3), "g": 2.0},
+        ),
+        Case(
+            "Q (2×4), a short query and a long one, K (5×4), g = 3",
+            {"Q": lengths * readable(rng, 2, 4), "K": readable(rng, 5, 4, scale=3.0), "g": 3.0},
+        ),
+        Case(
+            "a single query, Q (1×2), and K (3×2) with keys of lengths 0.2 to 5, g = 0.5",
+            {
+                "Q": np.array([[1.0, 2.0]]),
+                "K": np.array([[0.2, 0.0], [3.0, -4.0], [-1.0, 1.0]]),
+                "g": 0.5,
+            },
+        ),
+    ]
+
+
+def _qk_norm_reference(Q: np.ndarray, K: np.ndarray, g: float) -> np.ndarray:
+    # Imported here: the lesson module draws figures, and importing the checker needs only
+    # NumPy. A learner's call of the course's version is still caught (see registry.check).
+    from ..lessons.softmax import qk_norm_scores
+
+    return qk_norm_scores(Q, K, g)
+
+
+def _unit_rows(A: np.ndarray, axis: int | None = -1) -> np.ndarray:
+    return A / np.linalg.norm(A, axis=axis, keepdims=True)
+
+
+def _no_keepdims(A: np.ndarray) -> np.ndarray:
+    """A divided by its row lengths taken without keepdims: they line up with the columns."""
+    return A / np.linalg.norm(A, axis=-1)
+
+
+_QK_NO_KEEPDIMS = (
+    "You divided by `np.linalg.norm(..., axis=-1)` without `keepdims`: the lengths come out "
+    "as a 1-D array of shape (n,), which NumPy lines up with the *last* axis, so entry "
+    "[i, j] is divided by the length of row j, not row i. How can you keep the lengths as "
+    "a column, (n, 1)? (What does `keepdims` do?)"
+)
+
+QK_NORM_MISTAKES = (
+    Mistake(
+        "Your scores are cos θ_ij, in [-1, 1]: the angles are right, but the learned scale g "
+        "is missing. What multiplies cos θ_ij in the formula?",
+        lambda Q, K, g: _unit_rows(Q) @ _unit_rows(K).T,
+    ),
+    Mistake(
+        "Your scores are g cos θ_ij divided by √d_k. In this form of QK-norm, g replaces the "
+        "÷√d_k: once both vectors have length 1, their dot product is already cos θ_ij, in "
+        "[-1, 1], and g alone sets how large the scores get.",
+        lambda Q, K, g: g * _unit_rows(Q) @ _unit_rows(K).T / np.sqrt(Q.shape[-1]),
+    ),
+    Mistake(
+        "You divided each column of Q and K by its length (axis 0), but each query and each "
+        "key is a row, of d numbers. Along which axis does one vector lie?",
+        lambda Q, K, g: g * _unit_rows(Q, 0) @ _unit_rows(K, 0).T,
+    ),
+    Mistake(
+        "You divided Q and K each by one number, the length of the whole matrix "
+        "(`np.linalg.norm` with no axis). Each query and each key needs its own length: "
+        "along which axis?",
+        lambda Q, K, g: g * _unit_rows(Q, None) @ _unit_rows(K, None).T,
+    ),
+    Mistake(
+        "Only your queries have length 1: the keys keep theirs, so a long key still gets "
+        "large scores. What must happen to each key too, so that S[i, j] = g cos θ_ij?",
+        lambda Q, K, g: g * _unit_rows(Q) @ K.T,
+    ),
+    Mistake(
+        "Only your keys have length 1: the queries keep theirs, so a long query still gets a "
+        "sharp row, the very thing QK-norm removes. What must happen to each query too?",
+        lambda Q, K, g: g * Q @ _unit_rows(K).T,
+    ),
+    Mistake(_QK_NO_KEEPDIMS, lambda Q, K, g: g * _no_keepdims(Q) @ _no_keepdims(K).T),
+    Mistake(_QK_NO_KEEPDIMS, lambda Q, K, g: g * _no_keepdims(Q) @ _unit_rows(K).T),
+    Mistake(_QK_NO_KEEPDIMS, lambda Q, K, g: g * _unit_rows(Q) @ _no_keepdims(K).T),
+    Mistake(
+        "You divided entry [i, j] by |q_j| |k_j|: the two 1-D arrays of lengths multiply "
+        "entry by entry, and NumPy lines the product up with the last axis, the keys. Entry "
+        "[i, j] needs |q_i| |k_j|: how can the query lengths become a column?",
+        lambda Q, K, g: g * (Q @ K.T) / (np.linalg.norm(Q, axis=-1) * np.linalg.norm(K, axis=-1)),
+    ),
+    Mistake(
+        "You divided each vector by its squared length, the sum of its squares. A vector "
+        "divided by its length has length 1: what is its length, in terms of that sum?",
+        lambda Q, K, g: (
+            g * (Q / (Q**2).sum(-1, keepdims=True)) @ (K / (K**2).sum(-1, keepdims=True)).T
+        ),
+    ),
+    Mistake(
+        "You divided cos θ_ij by g, but the formula multiplies: the scores are g cos θ_ij, "
+        "in [-g, g], so a larger g makes sharper rows.",
+        lambda Q, K, g: _unit_rows(Q) @ _unit_rows(K).T / g,
+    ),
+    Mistake(
+        "Your scores are transposed: row i should hold query i's scores, one column per key. "
+        "Which matrix comes first in the product?",
+        lambda Q, K, g: g * _unit_rows(K) @ _unit_rows(Q).T,
+    ),
+)
+
+
+def _qk_norm_range_hint(got, want, inputs):
+    """Scores beyond [-g, g]: some query or key was not brought to length 1."""
+    if got.shape != want.shape or not np.isfinite(got.astype(np.float64)).all():
+        return None
+    g = abs(float(inputs["g"]))
+    if np.abs(got.astype(np.float64)).max() <= g * (1 + 1e-6):
+        return None
+    return (
+        f"Some of your scores lie outside [-g, g] = [{-g:g}, {g:g}], but -1 ≤ cos θ ≤ 1, so "
+        "every QK-norm score lies in [-g, g]. Does every query and every key have length 1 "
+        "before the product?"
+    )
+
+
 # --------------------------------------------------------------- register
 
 register(
@@ -892,12 +1074,7 @@ register(
         shape_rule="one (m, m) Jacobian for each of the n rows of P, (n, m, m)",
         mistakes=JACOBIAN_MISTAKES,
         hints=(_jacobian_hint,),
-        shape_hint=(
-            "`np.diag` and `np.outer` work on one 1-D row at a time (given a 2-D array, "
-            "`np.diag` even returns its diagonal instead). P is 2-D, shape (n, m): what shapes "
-            "would two views of P need so that their product broadcasts to (n, m, m), with "
-            "entry [r, i, j] equal to p_i p_j of row r?"
-        ),
+        shape_hint=_DIAG_OUTER_SHAPES,
     ),
 )
 register(
@@ -931,6 +1108,24 @@ register(
             "The mask may be 1-D, one flag per key, while x is (n, m): `np.where(mask, x, ...)` "
             "broadcasts it over the rows. And a row's maximum or sum, taken with "
             "`axis=-1`, has shape (n,): how do you keep it as a column, (n, 1)?"
+        ),
+    ),
+)
+register(
+    LESSON,
+    solutions.qk_norm_scores,
+    "qk_norm_scores(Q, K, g) -> (n_q, n_k), the scores g cos θ between every query and key",
+    ArrayCheck(
+        qk_norm_cases,
+        reference=_qk_norm_reference,
+        shape_rule="one score for each query (row) and each key (column), (n_q, n_k)",
+        mistakes=QK_NORM_MISTAKES,
+        hints=(_qk_norm_range_hint,),
+        shape_hint=(
+            "Each query and each key is a row, and each needs its own length. "
+            "`np.linalg.norm(Q, axis=-1)` has shape (n_q,), which NumPy lines up with the last "
+            "axis of Q, of length d: how do you keep the lengths as a column, (n_q, 1)? And "
+            "which product of an (n_q, d) and an (n_k, d) array gives (n_q, n_k)?"
         ),
     ),
 )

@@ -8,6 +8,7 @@ Lesson: ``notebooks/05_values.ipynb``.
 """
 
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from ..attention import attention
 from ..lessons.values import output_change, scores_for
+from ..softmax import softmax as course_softmax
 from . import solutions
 from .arrays import (
     ArrayCheck,
@@ -28,7 +30,8 @@ from .arrays import (
     softmax_unnormalised,
     softmax_unshifted,
 )
-from .messages import Fail, array_block
+from .calling import COURSE_SPY, TimeLimitExceeded, run_with_time_limit, silenced
+from .messages import CheckResult, Fail, array_block
 from .numbers import NumberCheck, Slip
 from .registry import register
 
@@ -382,8 +385,9 @@ def _common_mistakes() -> tuple[Mistake, ...]:
         ),
         Mistake(
             "Each of your outputs is a copy of one value row, the one whose key scores highest: "
-            "hard attention, the limit of weights sharpened until they are one-hot. Softmax "
-            "weights are never exactly one-hot: every key with a finite score gets a share. "
+            "hard attention, the limit of weights sharpened until they are one-hot. A softmax "
+            "gives every key with a finite score a share (it rounds to 0 only when the key "
+            "scores hundreds below the best, lesson 04). "
             "How do the weights turn into one output row?",
             lambda Q, K, V, mask=None: np.asarray(V)[np.argmax(m(_scaled(Q, K), mask), axis=-1)],
         ),
@@ -502,6 +506,36 @@ def _leak_hint(got, want, inputs):
     return None
 
 
+# Bounds a learner might clip the scores to, to keep exp from overflowing.
+_CLIPS = (10.0, 20.0, 30.0, 50.0, 60.0, 80.0, 100.0, 200.0, 300.0, 500.0, 600.0, 700.0, 709.0)
+
+
+def _clip_hint(got, want, inputs):
+    """Scores clipped to a finite range (both sides, or only from above) before the
+    softmax: no overflow, but every row with a score beyond the clip gets other weights."""
+    got = np.asarray(got, dtype=float)
+    if got.shape != want.shape or not np.isfinite(got).all():
+        return None
+    S, mask, V = _scaled(inputs["Q"], inputs["K"]), inputs.get("mask"), inputs["V"]
+    for c in _CLIPS:
+        for low in (-c, None):
+            clipped = np.clip(S, low, c)
+            for scores in (
+                blocked_to_minus_inf(clipped, mask),
+                np.clip(blocked_to_minus_inf(S, mask), low, c),
+            ):
+                if np.allclose(got, softmax_rows(scores) @ V, 1e-6, 1e-9):
+                    return (
+                        "You seem to clip the scores to a finite range before the softmax. "
+                        "That keeps exp from overflowing, but here the scaled scores reach "
+                        f"{np.abs(S).max():g}, and a row with a score beyond the clip gets "
+                        "other weights. Which number can you subtract from every score of a "
+                        "row without changing its weights (lesson 04), so that no exponent "
+                        "is above 0?"
+                    )
+    return None
+
+
 def _outside_values_hint(got, want, inputs):
     """An output entry outside the range of its column of V. Weights that are ≥ 0 and sum
     to 1 can never put it there (Section 1's bound), so the weights themselves are wrong:
@@ -543,7 +577,7 @@ register(
         reference=attention,
         shape_rule="one row per query and one column per value feature, (n_q, d_v)",
         mistakes=_common_mistakes(),
-        hints=(_overflow_hint, _outside_values_hint),
+        hints=(_overflow_hint, _clip_hint, _outside_values_hint),
         shape_hint=_SHAPES,
         error_hints=((_row_total_without_keepdims, _keepdims("")),),
     ),
@@ -819,6 +853,14 @@ SCORES_FOR_MISTAKES = (
         "not w. Which step undoes an exponential, so that e^s = w?",
         lambda V, z: log_weights(np.exp(_barycentric(V, z))),
     ),
+    *(
+        Mistake(
+            f"Your scores are {log}(w), a logarithm of the right weights w in another base. "
+            "A softmax exponentiates with e, so which logarithm undoes that, giving e^s = w?",
+            lambda V, z, log=log: log_weights(getattr(np, log)(_barycentric(V, z))),
+        )
+        for log in ("log2", "log10")
+    ),
     Mistake(
         "Your scores have the wrong sign: -log w. The softmax then gives the most weight to "
         "the row that should get the least. Which scores s give e^s / Σ e^s = w?",
@@ -926,10 +968,18 @@ def by_hand_slips() -> list[Slip]:
              f"k_2 = {_vector(BY_HAND_K[2])}, so does it agree with q or oppose it?"),
         slip(_by_hand(scores=raw * [1, -1, 1]), "Check the sign of q·k_1: k_1 = "
              f"{_vector(BY_HAND_K[1])}, so add its entries: do they come to +1 or -1?"),
+        slip(_by_hand(scores=raw + [2, 0, 0]), "Check q·k_0: k_0 = "
+             f"{_vector(BY_HAND_K[0])}, so what is the last of the four products, and what "
+             "do the four add up to?"),
+        slip(_by_hand(scores=-raw), "Your weights favour k_2, the key that opposes q most. "
+             "Check the sign of each score: q·k_j is positive when k_j points the way q "
+             "does. Which key should get the largest weight?"),
         # 1.953, next to the √3 slip's 1.961: a narrower window keeps the two apart.
         Slip(_by_hand(scores=raw + [0, 0, -1]), "Check q·k_2 once more: k_2 = "
              f"{_vector(BY_HAND_K[2])}, so the sum of q's entries times k_2's is what?",
              0.0035),
+        slip(_by_hand(scores=raw + [0, 0, 1]), "Check q·k_2 once more: k_2 = "
+             f"{_vector(BY_HAND_K[2])}, so the sum of q's entries times k_2's is what?"),
         slip(_last_score_changed(lambda scaled, raw: 0.0), "You gave k_2 the score 0. "
              "Multiply q and k_2 entry by entry and add: what do you get?"),
         slip(_last_score_changed(lambda scaled, raw: raw), "Your k_2 score was not divided "
@@ -988,7 +1038,8 @@ def _by_hand_passed(value: float) -> str:
         f"z = ({z[0]:.3f}, {z[1]:.3f}). k_0 agrees most with q and takes most of the weight. "
         f"k_2 opposes q and gets the least, yet its value's first entry, "
         f"{BY_HAND_V[2, 0]:g}, still adds {weights[2] * BY_HAND_V[2, 0]:.2f} to the result: "
-        f"without a mask, a softmax weight is never exactly 0."
+        f"without a mask, a softmax weight is 0 only if it underflows, when its score "
+        f"lies hundreds below the row's largest (lesson 04)."
     )
 
 
@@ -1006,18 +1057,65 @@ register(
         many_hint="Is that the whole output z, or the weights? Which single entry is asked for?",
     ),
 )
+_MASK_HANDED_OVER = (
+    "Your `masked_attention` gives the right numbers, but it passes the mask to the course's "
+    "`softmax` (`mask=`), which does the masking for you. Write that part yourself: which "
+    "score gives a blocked key weight exactly 0, and does it go in before or after the "
+    "softmax (lesson 04)? The course's `softmax` without `mask=` is fine."
+)
+
+
+def _passes_mask_to_softmax(answer: Any, inputs: dict[str, Any], timeout: float | None) -> bool:
+    """Whether ``answer`` on ``inputs`` calls the course's softmax with a mask."""
+    seen: list[bool] = []
+
+    def hook(frame: Any, event: str, arg: Any) -> None:  # a sys.setprofile hook
+        if event == "call" and frame.f_code is course_softmax.__code__:
+            seen.append(frame.f_locals.get("mask") is not None)
+
+    def run() -> None:
+        previous = sys.getprofile()  # the profiler is per thread: set it where the answer runs
+        sys.setprofile(hook)
+        try:
+            answer(*(np.copy(v) for v in inputs.values()))
+        finally:
+            sys.setprofile(previous)
+
+    try:
+        with silenced():
+            run_with_time_limit(run, timeout)
+    except (Exception, SystemExit, TimeLimitExceeded):
+        return False  # it passed the check, so this does not happen; nothing to say if it does
+    return any(seen)
+
+
+@dataclass(frozen=True)
+class MaskedAttentionCheck(ArrayCheck):
+    """An ArrayCheck that, once the result is right, also fails an answer that hands the
+    mask to the course's softmax: the exercise asks the learner to do the masking."""
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
+        result = super().__call__(answer, name=name, timeout=timeout)
+        spy = COURSE_SPY.get()
+        if not result.passed or (spy is not None and spy.used):
+            return result  # an answer that runs the course's own attention is told so by check
+        if _passes_mask_to_softmax(answer, self.cases()[0].inputs, timeout):
+            return CheckResult(False, _MASK_HANDED_OVER, name)
+        return result
+
+
 register(
     LESSON,
     solutions.masked_attention,
     "masked_attention(Q, K, V, mask) -> attention where only keys with mask True count, "
     "shape (..., n_q, d_v)",
-    ArrayCheck(
+    MaskedAttentionCheck(
         masked_attention_cases,
         reference=attention,
         shape_rule="the leading batch and head axes of Q, then one row per query and one "
         "column per value feature, (..., n_q, d_v)",
         mistakes=BATCH_MISTAKES + MASK_MISTAKES + _common_mistakes(),
-        hints=(_leak_hint, _overflow_hint, _outside_values_hint),
+        hints=(_leak_hint, _overflow_hint, _clip_hint, _outside_values_hint),
         shape_hint=_BATCHED_SHAPES,
         index_hint=(
             "Indexing S with the (n_q, n_k) mask works only while S is 2-D too. With batch "

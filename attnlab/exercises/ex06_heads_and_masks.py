@@ -134,6 +134,12 @@ def _softmax_each_column(S):
     return np.stack([softmax_columns(s) for s in S])
 
 
+def _softmax_whole_head(S):
+    """One softmax over each head's whole (n, n) scores: a head's n² weights sum to 1."""
+    flat = S.reshape(*S.shape[:-2], -1)
+    return softmax_rows(flat).reshape(S.shape)
+
+
 def _softmax_causal(S):
     """Each head's weights with a causal mask, as if by habit: key j > query i blocked."""
     n_q, n_k = S.shape[-2:]
@@ -290,6 +296,19 @@ MHA_MISTAKES = (
         "weights must sum to 1: one query's over the keys, or one key's over the queries?",
         _wrong(weights=_softmax_each_column),
     ),
+    Mistake(
+        "Each of your heads takes one softmax over all its n × n scores, so all n² weights "
+        "of a head sum to 1 together. Which weights must sum to 1: all of a head's, or one "
+        "query's over the keys?",
+        _wrong(weights=_softmax_whole_head),
+    ),
+    Mistake(
+        "Your weights are those of the transposed scores: query i's row holds what key i "
+        "scores against every query, as if Q and K had swapped places (W_Q and W_K "
+        "swapped, or K Qᵀ for Q Kᵀ). Which of Q and K stands on the left of the scores, "
+        "so that each row belongs to one query?",
+        lambda X, W_Q, W_K, W_V, W_O, n_heads: _wrong()(X, W_K, W_Q, W_V, W_O, n_heads),
+    ),
     Mistake(_CAUSAL_BY_HABIT, _wrong(weights=_softmax_causal)),
     Mistake(
         "You multiplied by W_O transposed. Every W in this course multiplies from the "
@@ -442,11 +461,24 @@ def _heads_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> st
     if all(right) or not any(right):
         return None
     wrong = right.index(False)
-    correct = ", ".join(str(h) for h in range(H) if right[h])
+    correct = [h for h in range(H) if right[h]]
+    if len(correct) == 1:
+        start = f"Query head {correct[0]} is right, but head {wrong} is not."
+    else:
+        start = f"Query heads {', '.join(map(str, correct))} are right, but head {wrong} is not."
+    theirs = np.take(got, wrong, axis=-3)
+    # An output copied from another head: the keys are not the problem, the queries are.
+    copied = [h for h in range(H) if h != wrong and matches(theirs, np.take(want, h, axis=-3))]
+    if copied:
+        return (
+            f"{start} Head {wrong} returns the output that head {copied[0]} should return: "
+            f"does each query head use its own queries, and is each head's own output what "
+            f"ends up in its place?"
+        )
     return (
-        f"Query heads {correct} are right, but head {wrong} is not. With {H} query heads "
-        f"sharing {H_kv} key/value heads in groups of {H // H_kv}, which key/value head "
-        f"should head {wrong} read, and which one does your code give it?"
+        f"{start} With {H} query heads sharing {H_kv} key/value heads in groups of "
+        f"{H // H_kv}, which key/value head should head {wrong} read, and which one does "
+        f"your code give it?"
     )
 
 
@@ -489,7 +521,7 @@ def _none_right_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) 
 
 def _first_wrong_head_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
     """For an answer no named slip or head hint explains: the first wrong query head's
-    output, expected and returned, so that the learner has numbers to trace by hand (the
+    output, expected and returned, so that the learner has numbers to compare (the
     exercise prints no whole arrays)."""
     if got.shape != want.shape or got.ndim < 3 or not np.isfinite(got.astype(float)).all():
         return None
@@ -507,7 +539,7 @@ def _first_wrong_head_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, 
         f"Your `grouped_query_attention` returns the right shape but different numbers"
         f"{', in every query head' if every else ''}. For {where}, the output should be\n"
         f"{array_block(want[index])}\nand yours is\n{array_block(got[index])}\n"
-        f"Work through that one head by hand: which key/value head does it read, what are "
+        f"Check, for that head: which key/value head does it read, what are "
         f"its scores divided by, and which keys may each query read?"
     )
 

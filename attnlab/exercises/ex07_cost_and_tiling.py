@@ -14,7 +14,8 @@ and names the classic slips of the running statistics. A right result is then ru
 on a row that counts the scores each maximum or sum takes in at once, and the order in which
 the blocks are read: a plain softmax of the whole row (more than block_size at once) fails,
 and so does a two-pass one that finds every block's maximum (or the row's, with Python's
-max) before it sums a block. Slices, copies and a row padded with -inf and reshaped into
+max) before it sums a block; a check on the finished weights (``weights.sum()``) reads no
+score and is not counted. Slices, copies and a row padded with -inf and reshaped into
 blocks keep each score's position, so they are followed; a row turned into a new array
 (``np.asarray``) or a list hides its reads and is asked to work on ``scores`` directly. An
 answer that runs the course's ``tiled_attention`` (or ``fast.attention``) is told so.
@@ -80,9 +81,15 @@ def longest_cases() -> list[Case]:
             "one byte less than the peak of a single token, d = 8, float32",
             {"memory_bytes": peak_bytes(1, 8, 4) - 1, "d": 8, "bytes_per_number": 4},
         ),
+        # At about 12 million tokens, only a root exact to the token (float64, math.isqrt)
+        # lands on n: a float32 root keeps about 7 significant digits and gives n + 1 here.
         Case(
-            "a 24 GB GPU (24 GiB, 24 · 2³⁰ bytes), d = 128, bfloat16",
-            {"memory_bytes": 24 * 2**30, "d": 128, "bytes_per_number": 2},
+            "exactly the peak of 12,345,678 tokens, d = 128, float16",
+            {"memory_bytes": peak_bytes(12_345_678, 128, 2), "d": 128, "bytes_per_number": 2},
+        ),
+        Case(
+            "one byte less than the peak of 12,345,678 tokens, d = 128, float16",
+            {"memory_bytes": peak_bytes(12_345_678, 128, 2) - 1, "d": 128, "bytes_per_number": 2},
         ),
         Case(
             "10¹⁵ bytes, d = 128, float16: about 16 million tokens",
@@ -96,6 +103,14 @@ LONGEST_MISTAKES = (
         "You left out the 4 n d numbers of Q, K, V and O. The two n × n matrices are most of "
         "the peak, but not all of it: solve 2n² + 4nd ≤ (numbers that fit), not 2n² ≤ it.",
         lambda memory_bytes, d, bytes_per_number: math.isqrt(memory_bytes // bytes_per_number // 2),
+    ),
+    Mistake(
+        "You solved 2n² + 2nd ≤ (numbers that fit): the part of the peak that tracemalloc "
+        "measured inside `attention` (S, P, O and its copy of V). That leaves out Q and K, "
+        "made before the call. The budget must hold the whole peak, 2n² + 4nd numbers.",
+        lambda memory_bytes, d, bytes_per_number: _largest(
+            lambda n: (2 * n * n + 2 * n * d) * bytes_per_number <= memory_bytes
+        ),
     ),
     Mistake(
         "You allowed for one n × n matrix, but two are alive at once, S and P: the peak is "
@@ -175,21 +190,29 @@ def _budget_hint(got, want, inputs):
             f"number. Write the peak of n tokens in numbers, then in bytes, and set it ≤ "
             f"memory_bytes: which factor does your inequality leave out or add?"
         )
+    # A few tokens off at millions of tokens: most likely a root not exact to the token.
+    precision = (
+        f" The right n here, {right:,}, has {len(str(right))} digits: a float32 square root keeps "
+        f"only about 7 significant digits (float64 about 16), so it can land on the wrong "
+        f"whole number. Is every step of yours exact to the token (float64, or math.isqrt)?"
+        if right >= 10**6 and abs(n - right) <= 2
+        else ""
+    )
     if need > memory:
         return (
             f"Your `longest_sequence` gives {n:,} tokens, which need {need:,} bytes: more than "
             f"the {memory:,} there are. Where does your method stop: at the last n that fits, "
-            f"or one step later?"
+            f"or one step later?" + precision
         )
     return (
         f"Your `longest_sequence` gives {n:,} tokens, but {right:,} still fit. Where does "
         f"your method stop: does it keep a peak exactly equal to the budget, and does it "
-        f"round down only once?"
+        f"round down only once?" + precision
     )
 
 
 SLOW_SEARCH = (
-    "This budget is not tiny: n runs to tens of thousands at 24 GiB and about 16 million at "
+    "This budget is not tiny: n runs to about 12 million here and about 16 million at "
     "10¹⁵ bytes, so counting n up one at a time takes that many steps. Can you get there in "
     "a few dozen instead: double n "
     "until it no longer fits, then halve the gap between the last n that fits and the "
@@ -379,6 +402,20 @@ class MergeCheck(ArrayCheck):
                         f"your if/elif have a branch for this case?"
                     ) from None
             raise
+
+
+def _empty_part_hint(got, want, inputs):
+    """NaN or inf where one part is empty: most often a division by its l = 0."""
+    empty = inputs["m1"] == -np.inf or inputs["m2"] == -np.inf
+    if not empty or np.isfinite(got.astype(np.float64)).all():
+        return None
+    return (
+        "Your result holds NaN or inf when one part is empty (m = -inf, l = 0, o = 0). Two "
+        "things give NaN there: dividing by its l (0 / 0), and multiplying its l = 0 by "
+        "e^(m − (−inf)) = inf. The merge needs neither: l and o are sums, and two sums merge "
+        "with their rescale factors e^(m_i − m) alone, which for the empty part is "
+        "e^(−inf) = 0. Where does your code divide by l, or subtract the empty part's m?"
+    )
 
 
 def _merge_hint(got, want, inputs):
@@ -710,10 +747,20 @@ def _sum_hint(got, want, inputs):
     total = got.sum()
     ratio = got / want.astype(np.float64)
     if abs(total - 1.0) > 1e-4 and np.isfinite(ratio).all() and np.allclose(ratio, ratio[0]):
-        return (
+        head = (
             f"Your weights sum to {total:.4g}, not 1, but they are proportional to the right "
-            "ones: every weight is off by the same factor. Do the final exp(s − m) and your "
-            "l use the same m, the one after the last block?"
+            "ones: every weight is off by the same factor, so your l is "
+        )
+        if total > 1:
+            return head + (
+                "too small. Either some scores never entered it (do your slices "
+                "scores[start:start + block_size] cover every score once?) or your final "
+                "exp(s − m) uses an older m than your l, not the one after the last block."
+            )
+        return head + (
+            "too large. Either some scores entered it more than once (do your slices "
+            "scores[start:start + block_size] overlap?) or your final exp(s − m) uses a "
+            "larger m than your l."
         )
     if abs(total - 1.0) > 1e-4:
         return (
@@ -822,13 +869,26 @@ class _CountingRow(np.ndarray):
     events: list[tuple[str, int]]
     positions: np.ndarray | None
     derived: bool
+    final: np.ndarray | None  # the right weights of the whole row
 
     def __array_finalize__(self, obj: Any) -> None:
         self.widest = getattr(obj, "widest", [0])
         self.reads = getattr(obj, "reads", [])
         self.events = getattr(obj, "events", [])
         self.derived = getattr(obj, "derived", False)
+        self.final = getattr(obj, "final", None)
         self.positions = None
+
+    def _is_final(self) -> bool:
+        """Whether this array holds the finished weights at its positions. A check on them
+        after the pass (``weights.sum()``, ``max(weights)``) reads no score: not counted."""
+        if not self.derived or self.positions is None or self.final is None:
+            return False
+        here = np.asarray(self.positions)
+        if here.size == 0 or (here < 0).any():
+            return False
+        values = np.asarray(self, dtype=np.float64)
+        return bool(np.allclose(values, self.final[here], rtol=1e-9, atol=1e-12))
 
     def _note(self, kind: str, count: int, positions: Any) -> None:
         self.widest[0] = max(self.widest[0], count)
@@ -850,6 +910,8 @@ class _CountingRow(np.ndarray):
             result.positions = picked if np.shape(picked) == result.shape else None
         elif np.ndim(picked) == 0 and picked < 0:  # padding added to the row, not a score
             return result
+        elif np.ndim(picked) == 0 and self.derived and self._is_final():
+            return result  # one of the finished weights: reading it reads no score
         elif np.ndim(picked) == 0 and self.derived:  # a term, e.g. of Python's sum
             result = _Score(result)
             result.reads, result.position = self.reads, int(picked)
@@ -950,13 +1012,15 @@ class _CountingRow(np.ndarray):
         for x in inputs:
             if isinstance(x, _CountingRow) and x.positions is not None:
                 self.events.extend(("use", int(p)) for p in np.ravel(x.positions) if p >= 0)
+        finished = isinstance(inputs[0], _CountingRow) and inputs[0]._is_final()
         if method == "reduce" and ufunc in (*_ROW_MAXIMA, *_ROW_SUMS) and plain[0].ndim:
             axis = kwargs.get("axis", 0)
             axes = range(plain[0].ndim) if axis is None else np.atleast_1d(axis)
             count = math.prod(plain[0].shape[int(a)] for a in axes)
             first = inputs[0] if isinstance(inputs[0], _CountingRow) else self
             kind = "max" if ufunc in _ROW_MAXIMA else "sum"
-            self._note(kind, count, first.positions)
+            if not finished:  # a check on the finished weights reads no score
+                self._note(kind, count, first.positions)
         if "out" in kwargs:
             kwargs["out"] = tuple(
                 np.asarray(o) if isinstance(o, _CountingRow) else o for o in kwargs["out"]
@@ -979,7 +1043,7 @@ class _CountingRow(np.ndarray):
             if type(r) is np.ndarray:
                 r = r.view(_CountingRow)
                 r.widest, r.reads, r.positions = self.widest, self.reads, source
-                r.events, r.derived = self.events, True
+                r.events, r.derived, r.final = self.events, True, self.final
             return r
 
         return tuple(counted(r) for r in result) if isinstance(result, tuple) else counted(result)
@@ -991,6 +1055,7 @@ def _joined(result: _CountingRow, parts: list[Any], axis: Any) -> None:
     rows = [p for p in parts if isinstance(p, _CountingRow)]
     result.widest, result.reads, result.events = rows[0].widest, rows[0].reads, rows[0].events
     result.derived = any(p.derived for p in rows)
+    result.final = rows[0].final
     if any(p.positions is None for p in rows):
         return
     here: list[Any] = [
@@ -1038,6 +1103,7 @@ def _run_on_counting_row(answer, scores, block_size, timeout) -> _CountingRow | 
     row = np.array(scores, dtype=np.float64).view(_CountingRow)
     row.widest, row.reads, row.positions = [0], [], np.arange(row.size)
     row.events, row.derived = [], False
+    row.final = softmax(np.asarray(scores, dtype=np.float64))
 
     def run():
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -1149,7 +1215,7 @@ class OnePassCheck(ArrayCheck):
                 f"scores at once. That needs the whole row before it starts, which is what the "
                 f"online softmax avoids. Which running quantities can you update from one "
                 f"block at a time, so that only the final weights, exp(s − m) / l, touch the "
-                f"whole row? (A final check such as weights.sum() takes in the whole row too.)",
+                f"whole row?",
                 name,
             )
         hidden = _never_read(row)
@@ -1218,7 +1284,7 @@ register(
         reference=merge_states,
         shape_rule="three numbers, (m, l, o): the merged maximum, sum and output sum",
         mistakes=MERGE_MISTAKES,
-        hints=(_merge_overflow_hint, _merge_hint),
+        hints=(_merge_overflow_hint, _empty_part_hint, _merge_hint),
         error_hints=((lambda message, inputs: "ZeroDivisionError" in message, _EMPTY_PART),),
     ),
 )

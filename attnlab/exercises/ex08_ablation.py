@@ -4,11 +4,14 @@ and ``attention_grad_q`` (the gradient of attention with respect to the queries)
 Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..backward import attention_backward, softmax_backward
 from . import solutions
 from .arrays import ArrayCheck, Case, Mistake, readable, softmax_along, softmax_rows
+from .messages import Fail
 from .registry import register
 
 
@@ -245,6 +248,33 @@ GRAD_Q_MISTAKES = (
         lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, 1.0), G @ V.T) @ K,
     ),
     Mistake(
+        "Your weights P come from softmax(Q Kᵀ / scale): you read `scale` as the divisor τ. "
+        "It is the factor that multiplies the scores, S = scale · Q Kᵀ, so scale = 1/τ "
+        "(1/√d_k for the scaled model). The backward pass needs the P of that forward pass. "
+        f"{_CHAIN}",
+        lambda Q, K, V, G, scale: scale * softmax_backward(_weights(Q, K, 1 / scale), G @ V.T) @ K,
+    ),
+    Mistake(
+        "You read `scale` as the divisor τ, both in P = softmax(Q Kᵀ / scale) and in "
+        "dividing by it at the end. It is the factor that multiplies the scores, "
+        "S = scale · Q Kᵀ, so scale = 1/τ (1/√d_k for the scaled model): multiply by it in "
+        f"both places. {_CHAIN}",
+        lambda Q, K, V, G, scale: softmax_backward(_weights(Q, K, 1 / scale), G @ V.T) @ K / scale,
+    ),
+    Mistake(
+        "You read `scale` as the divisor τ: your weights come from softmax(Q Kᵀ / scale), and "
+        "no factor comes back at the end. It is the factor that multiplies the scores, "
+        "S = scale · Q Kᵀ, so scale = 1/τ (1/√d_k for the scaled model), and it appears "
+        f"twice: in P, and on the way back to Q. {_CHAIN}",
+        lambda Q, K, V, G, scale: softmax_backward(_weights(Q, K, 1 / scale), G @ V.T) @ K,
+    ),
+    Mistake(
+        "You used the weights P where the gradient ∂L/∂S belongs: scale · P K has the right "
+        "shape, but P holds nothing about the loss. ∂L/∂S is what comes back from G through "
+        f"O = P V and the softmax. {_CHAIN}",
+        lambda Q, K, V, G, scale: scale * _weights(Q, K, scale) @ K,
+    ),
+    Mistake(
         "You multiplied G by V without the transpose. O = P V is a linear layer in P with "
         "weight matrix V: what does the rule for linear layers at the start of this lesson "
         f"give for ∂L/∂P, which must have P's shape (n_q, n_k)? {_CHAIN}",
@@ -336,6 +366,24 @@ _KEEPDIMS_INLINE = (
 )
 
 
+@dataclass(frozen=True)
+class GradQCheck(ArrayCheck):
+    """The check of ``attention_grad_q``: an answer that returns all three gradients, as
+    ``attention_backward`` does, is told so in this exercise's words."""
+
+    def _refuse_returned(self, value, name: str) -> None:
+        if (
+            isinstance(value, (tuple, list))
+            and len(value) == 3
+            and all(isinstance(v, np.ndarray) and v.ndim == 2 for v in value)
+        ):
+            raise Fail(
+                f"Your `{name}` returned 3 arrays, as if it were all of attention's backward "
+                "pass (∂L/∂Q, ∂L/∂K, ∂L/∂V); return only the result, ∂L/∂Q, the array with "
+                "the shape of Q."
+            )
+
+
 def _reference_grad_q(Q, K, V, grad_O, scale):
     return attention_backward(Q, K, V, grad_O, scale=scale)[0]
 
@@ -367,7 +415,7 @@ register(
     "notebooks/08_does_scaling_matter.ipynb",
     solutions.attention_grad_q,
     "attention_grad_q(Q, K, V, grad_O, scale) -> ∂L/∂Q like Q",
-    ArrayCheck(
+    GradQCheck(
         grad_q_cases,
         reference=_reference_grad_q,
         shape_rule="the shape of Q: one gradient entry per entry of Q",
@@ -461,6 +509,19 @@ def _twin_hint(got, want, inputs):
         return None
     a, b, lr = got
     root = float(np.sqrt(inputs["d_k"]))
+    if lr <= 0:
+        return (
+            f"Your factor on the learning rate is {lr:.3g}. A learning rate must stay positive: "
+            "with a negative one Adam climbs the loss instead of descending it. "
+            f"{_TWIN}"
+        )
+    same = np.isclose(a * b, root, rtol=1e-4) and np.isclose(a, b, rtol=1e-4)
+    if a < 0 and same and np.isclose(lr, -a, rtol=1e-4):
+        return (
+            "That twin works too: flipping the sign of both W_Q and W_K leaves every score "
+            "as it is, and Adam's steps flip sign with the gradients. The exercise asks for "
+            "positive factors, though: flip the signs of your first two back."
+        )
     if not np.isclose(a * b, root, rtol=1e-4):
         return (
             "At the start your twin's scores are (factor on W_Q) × (factor on W_K) ÷ √d_k = "
@@ -473,7 +534,7 @@ def _twin_hint(got, want, inputs):
             "must move in proportion to its size. What if both get the same factor?"
         )
     return (
-        f"Your twin starts right, but its learning rate factor is {lr / a:.3g} times the "
+        f"Your twin starts right, but its learning rate factor is {lr / abs(a):.3g} times the "
         "factor on its matrices. With Adam an entry moves by about the learning rate "
         "whatever its gradient: what factor keeps the twin's steps in proportion to its "
         "larger matrices?"

@@ -1,10 +1,10 @@
-"""Exercises ``relative_bias`` (a learned bias per distance, read from a table),
-``alibi_biases`` (ALiBi's distance penalty for H heads at once, one slope per head,
-by broadcasting) and ``reach`` (which tokens a sparse mask connects after L layers: a
+"""Exercises ``alibi_biases`` (ALiBi's distance penalty for H heads at once, one slope
+per head, by broadcasting), ``rope`` (RoPE: each pair of features of row i turned by
+(start + i) θ_f) and ``reach`` (which tokens a sparse mask connects after L layers: a
 boolean matrix power).
 
 The feedback names the mistake and asks the question that leads to the fix; it does
-not write the answer's index formula or slope formula in code.
+not write the answer's slope formula or rotation in code.
 
 Lesson: ``notebooks/09_attention_family.ipynb``.
 """
@@ -27,11 +27,6 @@ LESSON = "notebooks/09_attention_family.ipynb"
 
 # The references, in NumPy only (the checker never imports matplotlib); the lesson's own
 # versions in attnlab.lessons.family are tested to agree with them.
-def relative_bias_reference(n, table):
-    i = np.arange(n)
-    return np.asarray(table, dtype=float)[i[:, None] - i[None, :] + n - 1]
-
-
 def alibi_slopes_reference(H, first=1, exponent=lambda h, H: -8.0 * h / H):
     """ALiBi's slopes 2^(−8h/H) for h = ``first`` … ``first`` + H − 1: with the default
     h = 1 … H, the course's; the other arguments build the learner's slips."""
@@ -43,115 +38,6 @@ def alibi_biases_reference(n, H):
     i = np.arange(n)
     distance = np.abs(i[:, None] - i[None, :]).astype(float)
     return -alibi_slopes_reference(H)[:, None, None] * distance
-
-
-# ----------------------------------------------------------------- relative_bias
-
-
-def relative_cases() -> list[Case]:
-    # Tables of distinct, readable numbers: 10 × (distance + n), so that a learner who
-    # reads the feedback can tell which distance each entry came from.
-    def table(n):
-        return 10.0 * np.arange(1, 2 * n)
-
-    rng = np.random.default_rng(909)
-    return [
-        Case("n = 3, table = [10, 20, 30, 40, 50] (b_-2 … b_2)", {"n": 3, "table": table(3)}),
-        Case("n = 4, table = [10, 20, …, 70] (b_-3 … b_3)", {"n": 4, "table": table(4)}),
-        Case(
-            "n = 5, a table of 9 random biases",
-            {"n": 5, "table": np.round(rng.normal(size=9), 2)},
-        ),
-        Case("n = 1, a single token: table = [7]", {"n": 1, "table": np.array([7.0])}),
-    ]
-
-
-def _table_at(n, table, index):
-    return np.asarray(table, dtype=float)[index(np.arange(n)[:, None], np.arange(n)[None, :])]
-
-
-def _float_index(message: str, inputs: dict[str, Any]) -> bool:
-    """NumPy's error for an index array of floats, e.g. one built with ``/``."""
-    return "must be of integer" in message
-
-
-_PAST_THE_END = (
-    "One of your indices is past the end of the table. What is the largest index "
-    "your formula builds (at i = n − 1, j = 0), and what is the table's last index?"
-)
-
-_FLOAT_INDEX_HINT = (
-    "Your index array holds floats, not whole numbers: NumPy indexes only with integers, "
-    "even when a float such as 2.0 is whole. A division `/` always gives a float. Which "
-    "part of your index formula is a division, and how do you get the same whole number "
-    "without one?"
-)
-
-
-# The table is in order of distance, so the fix is always "where does b_0 sit?". The
-# messages ask it and leave the index to the learner.
-_WHERE_B0 = (
-    "The table lists b_-(n-1), …, b_0, …, b_(n-1) in order of distance. At which index "
-    "does b_0 sit, and which index does the key one place before the query, b_1, need?"
-)
-
-RELATIVE_MISTAKES = (
-    Mistake(
-        "You indexed the table with i − j itself. Where i − j is negative (keys after the "
-        "query) NumPy does not complain: `table[-1]` is the *last* entry, so those keys "
-        "silently got the biases of large positive distances. The other indices are off "
-        "too: on the diagonal, i − j = 0, you read `table[0]`, which is b_-(n-1), the bias "
-        "of the key furthest *after* the query. " + _WHERE_B0,
-        lambda n, table: _table_at(n, table, lambda i, j: i - j),
-    ),
-    Mistake(
-        "Your matrix is the transpose of the right one: you read b_(j−i), key minus "
-        "query. Row i is query i and column j key j, and B[i, j] = b_(i−j): the key one "
-        "place *before* the query (j = i − 1) gets b_1. Work out B[1, 0] by hand: which "
-        "distance is it, and which table entry does your code read for it?",
-        lambda n, table: _table_at(n, table, lambda i, j: j - i + n - 1),
-    ),
-    Mistake(
-        "You indexed the table with |i − j| from 0: on the diagonal you read `table[0]`, "
-        "which is b_-(n-1), not b_0, and the keys before and after the query at the same "
-        "distance share one bias. " + _WHERE_B0,
-        lambda n, table: _table_at(n, table, lambda i, j: np.abs(i - j)),
-    ),
-    Mistake(
-        "You used the distance without its sign, |i − j|: keys before and after the "
-        "query at the same distance got the same bias. A relative bias can tell them "
-        "apart, which is why the table has 2n − 1 entries and not n. With n = 3, which "
-        "entries should B[2, 0] (b_2) and B[0, 2] (b_-2) read, and do they differ?",
-        lambda n, table: _table_at(n, table, lambda i, j: np.abs(i - j) + n - 1),
-    ),
-    Mistake(
-        "Your diagonal, where the key is the query itself, reads b_-1 instead of b_0: each "
-        "of your indices is one too small, and where one reached −1 (query 0, the last key) "
-        "NumPy did not complain but read the table's *last* entry. Which index holds b_0, "
-        "and which index does your formula give at i = j?",
-        lambda n, table: _table_at(n, table, lambda i, j: i - j + n - 2),
-    ),
-    Mistake(
-        "Your diagonal, where the key is the query itself, reads b_1 instead of b_0: all "
-        "your indices are 0 or below, and NumPy reads a negative index from the end of the "
-        "table without complaint, so most entries land one place after the right one. Which "
-        "index holds b_0, and which index does your formula give at i = j?",
-        lambda n, table: _table_at(n, table, lambda i, j: i - j - (n - 1)),
-    ),
-    *(
-        Mistake(
-            "Your biases are constant along the anti-diagonals, where i + j stays the same, "
-            "not along the diagonals, where i − j does: your matrix is the right one with its "
-            "rows (or its columns) in reverse order. With n = 3, B[0, 0] and B[2, 2] are both "
-            "the query itself: should they read the same entry, and do yours?",
-            index,
-        )
-        for index in (
-            lambda n, table: _table_at(n, table, lambda i, j: 2 * n - 2 - i - j),
-            lambda n, table: _table_at(n, table, lambda i, j: i + j),
-        )
-    ),
-)
 
 
 @dataclass(frozen=True)
@@ -183,44 +69,14 @@ _FILLED_AN_INTEGER_ARRAY = (
 @dataclass(frozen=True)
 class ShapeHintCheck(FractionsCheck):
     """A FractionsCheck that adds ``shape_hint`` to a result of the wrong shape too, not
-    only to an error: a 1-D index array, or the table itself, returns without complaint."""
+    only to an error: ALiBi's heads on the middle axis, (n, H, n), or flattened, (H, n²),
+    return without complaint."""
 
     def _diagnosis(self, got, want, case: Case, name: str, elsewhere=lambda: []) -> str:
         message = super()._diagnosis(got, want, case, name, elsewhere)
         if got.shape != want.shape and self.shape_hint and self.shape_hint not in message:
             message = f"{message} {self.shape_hint}"
         return message
-
-
-register(
-    LESSON,
-    solutions.relative_bias,
-    "relative_bias(n, table) -> B with B[i, j] = b_(i−j) read from the table, shape (n, n)",
-    ShapeHintCheck(
-        relative_cases,
-        reference=relative_bias_reference,
-        shape_rule="one bias per (query, key) pair: (n, n)",
-        mistakes=RELATIVE_MISTAKES,
-        shape_hint=(
-            "Index the table with an (n, n) array of whole numbers, one per (query, key) "
-            "pair: NumPy then returns an (n, n) array. A column of the n positions minus a "
-            "row of them broadcasts to the (n, n) differences i − j. How do you turn "
-            "`np.arange(n)`, of shape (n,), into a column of shape (n, 1) and a row of "
-            "shape (1, n)?"
-        ),
-        whole_numbers_hint=(
-            "Your result holds only whole numbers, but the biases in the table have "
-            "fractions: "
-            + _FILLED_AN_INTEGER_ARRAY.format(zeros="", whole="the positions or your indices")
-        ),
-        # Error hints, not index_hint: an index array of floats raises an IndexError too,
-        # which is not about the table's end.
-        error_hints=(
-            (_float_index, _FLOAT_INDEX_HINT),
-            (lambda message, inputs: "out of bounds" in message, _PAST_THE_END),
-        ),
-    ),
-)
 
 
 # ------------------------------------------------------------------ alibi_biases
@@ -286,14 +142,25 @@ def _causal_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> s
 
 
 def _slopes_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
-    """Every head a multiple of |i − j|, but with slopes no known slip explains."""
+    """Every head a multiple of |i − j|, but with slopes multiplied by H, all alike, or off
+    in a way no known slip explains."""
     n, H = inputs["n"], inputs["H"]
     if got.shape != want.shape or n < 2:
         return None
     slopes = -got.astype(float)[:, 1, 0]  # the key one token before the query: −m_h · 1
     if not matches(got, _stack(slopes, n)):
         return None
-    if H > 1 and np.allclose(slopes, slopes[0]):
+    heads = np.arange(1, H + 1)
+    # Compared relatively: slopes like 2^(−32) and 2^(−64) are far apart, yet both within
+    # any absolute tolerance of 0.
+    if H > 1 and np.allclose(slopes, 2.0 ** (-8.0 * heads * H), rtol=1e-5, atol=0):
+        return (
+            f"Your slopes are 2^(−8hH): you multiplied by H where the formula m_h = "
+            f"2^(−8h/H) divides by it. That makes them tiny, from 2^(−{8 * H}) down, so your "
+            f"biases print as 0. What does 2^(−8h/H) give for the last head, "
+            f"h = H, and what does yours give?"
+        )
+    if H > 1 and np.allclose(slopes, slopes[0], rtol=1e-5, atol=0):
         return (
             f"All your {H} heads have the same slope, {slopes[0]:.4g}: each head is meant "
             f"to have its own, so that some look near and some far. Which array of {H} "
@@ -487,6 +354,23 @@ ALIBI_MISTAKES = (
             alibi_slopes_reference(H)[:, None, None] * np.arange(n, dtype=float), (H, n, n)
         ),
     ),
+    # The mirror image: the query's position, −m_h · i, one bias for a whole row.
+    *(
+        Mistake(
+            "Your biases depend only on the query's position, ±m_h · i, not on the distance: "
+            "every key in row i gets the same bias. softmax ignores a number added to a "
+            "whole row, so a bias like yours changes no attention weight at all, and no key "
+            "is penalised for being far. The exercise asks for −m_h · |i − j|: what should "
+            "B[h, 0, 0] and B[h, 0, 2] be, and are yours different?",
+            lambda n, H, sign=sign: np.broadcast_to(
+                sign
+                * alibi_slopes_reference(H)[:, None, None]
+                * np.arange(n, dtype=float)[:, None],
+                (H, n, n),
+            ),
+        )
+        for sign in (-1.0, 1.0)
+    ),
     Mistake(
         "You returned H − 1 matrices, one head short: the formula's heads run from 1 to H, "
         "and a range that starts at 1 and stops before H leaves the last one out. How many "
@@ -501,7 +385,7 @@ register(
     solutions.alibi_biases,
     "alibi_biases(n, H) -> B with B[h, i, j] = −m_h · |i − j| for heads h = 0 … H − 1, "
     "ALiBi's slopes from the steepest, shape (H, n, n)",
-    FractionsCheck(
+    ShapeHintCheck(
         alibi_cases,
         reference=alibi_biases_reference,
         shape_rule="one (n, n) bias matrix per head, heads first: (H, n, n)",
@@ -523,6 +407,214 @@ register(
             "(H,) array of slopes lines the heads up with the keys' axis, and an (H, 1) "
             "array with the queries' axis. Which shape must the slopes have so that their "
             "axis becomes the first axis of an (H, n, n) result?"
+        ),
+    ),
+)
+
+
+# -------------------------------------------------------------------------- rope
+
+
+def rope_angles_reference(d):
+    """RoPE's angle per position for each of the d/2 pairs: θ_f = 10000^(−2f/d)."""
+    return 10000.0 ** (-2.0 * np.arange(d // 2) / d)
+
+
+def _rotated(
+    X,
+    start,
+    *,
+    positions=lambda n, start: start + np.arange(n),
+    sign=1.0,
+    halves=False,
+    swap=False,
+    first_pair_only=False,
+    overwrite=False,
+    out_in_halves=False,
+    one_angle=False,
+):
+    """Each pair (x, y) of row i turned by a = (start + i) θ_f; the keywords build the slips:
+    other positions, the other way round, pairs (f, f + d/2), cos and sin swapped, only the
+    first pair turned, x overwritten before y is computed, the result stored in halves, or
+    every pair turned by pair 0's angle."""
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    theta = rope_angles_reference(d)
+    if one_angle:
+        theta = np.full_like(theta, theta[0])
+    angles = sign * positions(n, start)[:, None] * theta[None, :]
+    cos, sin = np.cos(angles), np.sin(angles)
+    if swap:
+        cos, sin = sin, cos
+    x, y = (X[:, : d // 2], X[:, d // 2 :]) if halves else (X[:, 0::2], X[:, 1::2])
+    new_x = x * cos - y * sin
+    new_y = (new_x if overwrite else x) * sin + y * cos
+    if first_pair_only:
+        new_x = np.concatenate([new_x[:, :1], x[:, 1:]], axis=1)
+        new_y = np.concatenate([new_y[:, :1], y[:, 1:]], axis=1)
+    out = np.empty_like(X)
+    if halves or out_in_halves:
+        out[:, : d // 2], out[:, d // 2 :] = new_x, new_y
+    else:
+        out[:, 0::2], out[:, 1::2] = new_x, new_y
+    return out
+
+
+def rope_reference(X, start=0):
+    return _rotated(X, start)
+
+
+def rope_cases() -> list[Case]:
+    # start = 0 first, where ignoring `start` changes nothing and every other slip gives
+    # its own numbers (d = 4: two pairs, so pairs (f, f + d/2) differ from neighbours);
+    # then a sequence that starts at position 5, which catches an ignored `start`.
+    rng = np.random.default_rng(909)
+
+    def X(n, d):
+        return np.round(rng.normal(size=(n, d)), 1)
+
+    return [
+        Case("3 tokens of d = 4 features, start = 0", {"X": X(3, 4), "start": 0}),
+        Case("4 tokens of d = 6 features, start = 5", {"X": X(4, 6), "start": 5}),
+        Case(
+            "2 tokens of d = 2 features, both (1, 0), start = 0",
+            {"X": np.array([[1.0, 0.0], [1.0, 0.0]]), "start": 0},
+        ),
+        Case("5 tokens of d = 8 features, start = 0", {"X": X(5, 8), "start": 0}),
+        Case("1 token of d = 8 features, start = 100", {"X": X(1, 8), "start": 100}),
+    ]
+
+
+def _length_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """A rotation keeps each pair's length: name the first pair whose length changed."""
+    X = np.asarray(inputs["X"], dtype=float)
+    if got.shape != want.shape:
+        return None
+    got = got.astype(float)
+    before = np.hypot(X[:, 0::2], X[:, 1::2])
+    after = np.hypot(got[:, 0::2], got[:, 1::2])
+    changed = ~np.isclose(before, after, rtol=1e-4, atol=1e-6)
+    if not changed.any():
+        return None
+    i, f = (int(k) for k in np.argwhere(changed)[0])
+    return (
+        f"A rotation keeps the length of every pair, but yours changes one: in row {i}, the "
+        f"pair of features {2 * f} and {2 * f + 1} has length {before[i, f]:.3f} in X and "
+        f"{after[i, f]:.3f} in your result. Compare each of your new features with the "
+        "rotation in the exercise: does each use the old x and y, with the cos and sin of "
+        "one and the same angle?"
+    )
+
+
+def _angle_hint(got: np.ndarray, want: np.ndarray, inputs: dict[str, Any]) -> str | None:
+    """Every pair keeps its length, so each is turned: name the first one turned by the
+    wrong angle, with the angle it was turned by and the one it should be."""
+    X, start = np.asarray(inputs["X"], dtype=float), inputs["start"]
+    if got.shape != want.shape:
+        return None
+    got = got.astype(float)
+    x, y, new_x, new_y = X[:, 0::2], X[:, 1::2], got[:, 0::2], got[:, 1::2]
+    turned = np.arctan2(x * new_y - y * new_x, x * new_x + y * new_y)  # from (x, y) to yours
+    n, half = x.shape
+    should = (start + np.arange(n))[:, None] * rope_angles_reference(2 * half)[None, :]
+    off = np.abs(np.angle(np.exp(1j * (turned - should)))) > 1e-4  # compared modulo 2π
+    off &= np.hypot(x, y) > 1e-9  # a pair (0, 0) has no angle
+    if not off.any():
+        return None
+    i, f = (int(k) for k in np.argwhere(off)[0])
+    a = should[i, f]
+    wrapped = float(np.angle(np.exp(1j * a)))  # what an angle read off the pair can show
+    same_as = "" if abs(wrapped - a) < 1e-9 else f", the same turn as {wrapped:.4f}"
+    return (
+        f"In row {i}, your result turns the pair of features {2 * f} and {2 * f + 1} by "
+        f"{turned[i, f]:.4f} radians, but it should turn it by (start + i) θ_f = "
+        f"({start} + {i}) · {rope_angles_reference(2 * half)[f]:.4g} = {a:.4f}{same_as}. "
+        "Which position and which θ_f does your code use for that pair?"
+    )
+
+
+_NEIGHBOURS = (
+    "The exercise pairs neighbouring features, (0, 1), (2, 3), …: which features does your "
+    "code take as x and y?"
+)
+
+ROPE_MISTAKES = (
+    Mistake(
+        "You paired feature f with feature f + d/2, the first half of the features with the "
+        "second. Some codebases do exactly that, and the idea is the same, but the pairs "
+        "then differ, and so does every result: a model trained with one pairing needs its "
+        "weights rearranged to run with the other. " + _NEIGHBOURS,
+        lambda X, start: _rotated(X, start, halves=True),
+    ),
+    Mistake(
+        "Your pairs turn the other way, by −a: (x cos a + y sin a, −x sin a + y cos a). "
+        "The scores would still depend only on i − j, but with the other sign, and the "
+        "exercise turns by +a, as `lesson.rotation(a)` does: (x cos a − y sin a, "
+        "x sin a + y cos a). Which of your two lines has its sin term with the wrong sign?",
+        lambda X, start: _rotated(X, start, sign=-1.0),
+    ),
+    Mistake(
+        "Your row i turns by (start + i + 1) θ_f: you counted the positions from 1. The "
+        "first row is the token at position `start`, and with start = 0 it is not turned "
+        "at all. What should the first row of your result be when start = 0?",
+        lambda X, start: _rotated(X, start, positions=lambda n, start: start + 1 + np.arange(n)),
+    ),
+    Mistake(
+        "Your result is right when start = 0 and wrong otherwise: you left out `start`. Row "
+        "i is the token at position start + i, as when the sequence continues an earlier "
+        "one. Where do your positions come from, and where does `start` enter them?",
+        lambda X, start: _rotated(X, start, positions=lambda n, start: np.arange(n)),
+    ),
+    Mistake(
+        "Your cos and sin are swapped: with the angle a = 0 your pair (x, y) becomes "
+        "(−y, x), a quarter turn, where it should stay as it is. A rotation by a is "
+        "(x cos a − y sin a, x sin a + y cos a): which of cos 0 and sin 0 is 1?",
+        lambda X, start: _rotated(X, start, swap=True),
+    ),
+    Mistake(
+        "Only your first pair, features 0 and 1, is turned; the other pairs are left as they "
+        "were. Every pair f turns, each by its own angle (start + i) θ_f. How many pairs "
+        "does a row of d features hold, and does your code reach all of them?",
+        lambda X, start: _rotated(X, start, first_pair_only=True),
+    ),
+    Mistake(
+        "Every pair of yours turns by pair 0's angle, one radian per token. Each pair f has "
+        "its own θ_f, from `lesson.rope_angles(d)`, the fast ones first and the slow ones "
+        "last. Which array of d/2 angles multiplies your positions?",
+        lambda X, start: _rotated(X, start, one_angle=True),
+    ),
+    Mistake(
+        "Your new x is right, but your new y was computed from the *new* x: you stored "
+        "x cos a − y sin a over x before computing x sin a + y cos a, which needs the old "
+        "x. Both new values come from the old pair. Where can you keep the old x until "
+        "both are computed?",
+        lambda X, start: _rotated(X, start, overwrite=True),
+    ),
+    Mistake(
+        "Your turned values are right, but in the wrong places: you returned all the new "
+        "first features of the pairs, then all the new second ones, side by side. Each "
+        "pair goes back where it came from, x to feature 2f and y to feature 2f + 1. How "
+        "do you write an (n, d/2) array into every other column of the result?",
+        lambda X, start: _rotated(X, start, out_in_halves=True),
+    ),
+)
+
+
+register(
+    LESSON,
+    solutions.rope,
+    "rope(X, start=0) -> X with each pair of features (2f, 2f + 1) of row i turned by "
+    "(start + i) θ_f, shape (n, d)",
+    ArrayCheck(
+        rope_cases,
+        reference=rope_reference,
+        shape_rule="one turned row per row of X: (n, d), the shape of X",
+        mistakes=ROPE_MISTAKES,
+        hints=(_length_hint, _angle_hint),
+        shape_hint=(
+            "The angles form an (n, d/2) array, one per row and pair, the shape of "
+            "`X[:, 0::2]`: a column of the n positions times a row of the d/2 angles θ_f "
+            "broadcasts to it. Which of your arrays has another shape?"
         ),
     ),
 )

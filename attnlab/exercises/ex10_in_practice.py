@@ -1,6 +1,7 @@
 """Exercises ``linear_attention`` (elu(x) + 1 features, multiplied in the order that
-never forms an n × n matrix), ``causal_linear_attention`` (its causal form as a loop over
-the tokens with a fixed-size state S, z, checked against the masked quadratic order),
+never forms an n × n matrix), ``linear_attention_step`` (one token of its causal form:
+the fixed-size state S, z in, the updated state and the token's output row out, driven
+token by token from S = 0, z = 0 and checked against the masked quadratic order),
 ``causal_lower_right`` (the causal mask of the last n_q of n_k tokens) and
 ``sdpa_weights`` (the weights F.scaled_dot_product_attention uses, with its bool and float
 masks, top-left ``is_causal`` and ``scale``).
@@ -10,25 +11,30 @@ not write the answer's normaliser, offset, mask or factor in code.
 
 The checker sees results, not the order of the products, so ``linear_attention`` is
 run once more, after it gives the right numbers on the small inputs, on 2000 queries
-and keys while tracemalloc measures the memory NumPy allocates: an answer that forms
-the (n, n) matrix φ(Q) φ(K)ᵀ needs about 31 MiB there, one that multiplies φ(K)ᵀ V
-first well under 1 MiB. Where tracemalloc sees no NumPy memory, that part cannot fail.
-Memory is not work: a loop over the queries, each scored against every key, stays in
-linear memory while doing n_q × n_k work. Timing cannot tell the two apart reliably on
-a busy machine (the linear order's time from n to 4n grows by 4 to 8 at these sizes,
-such a loop's by about 10), so the PASS certifies the memory only and asks the learner
-about the work; an answer that runs out of time there is asked about work per pair, not
-about an endless loop. ``causal_linear_attention`` gets the same memory stage on 2000
-tokens, so that the masked quadratic order (an (n, n) matrix, and an (n, n) mask) cannot
-pass for the recurrence, and a second one on 512 tokens with d_k = d_v = 64, where a
-(d_k, d_v) matrix kept for every token (every S_i, or a cumulative sum over all of them)
-needs 16 MiB: the state must not grow with the tokens.
+and keys. There tracemalloc measures the memory NumPy allocates: an answer that forms
+the (n, n) matrix φ(Q) φ(K)ᵀ needs about 31 MiB, one that multiplies φ(K)ᵀ V first well
+under 1 MiB (where tracemalloc sees no NumPy memory, that part cannot fail). Memory is
+not work: a loop over the queries, each scored against every key, stays in linear
+memory while doing n_q × n_k work. Its time cannot tell it apart reliably on a busy
+machine, so the answer runs once more under sys.settrace and tracemalloc, which add up,
+for each line of the learner's own code, the bytes of arrays it makes over every time it
+runs (:func:`line_work`). Such a loop has a line that makes an (n_k,) array n_q times,
+a number per (query, key) pair in all; the regrouped order's busiest line makes one
+(n, d) array once, and a loop over the queries that reads the (d_k, d_v) summary makes
+d_v numbers per query. The count is the same on every machine. An answer that runs out
+of time on the large input is asked about work per pair, not about an endless loop.
+``linear_attention_step`` never sees an earlier token, so its state is the only memory
+of the past it can have: the signature is what keeps it from re-reading a growing cache.
 
 Lesson: ``notebooks/10_in_practice.ipynb``.
 """
 
 from __future__ import annotations
 
+import linecache
+import sys
+import tracemalloc
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +54,7 @@ from .arrays import (
     softmax_along,
     softmax_rows,
 )
-from .calling import call_answer, silenced
+from .calling import _is_theirs, call_answer, silenced
 from .messages import CheckResult, Fail, TooSlow
 from .registry import register
 
@@ -74,8 +80,11 @@ def linear_attention_reference(Q, K, V):
 def linear_cases() -> list[Case]:
     rng = np.random.default_rng(808)
     shapes = [
-        ("Q (3×2), K and V (4×2)", 3, 4, 2, 2),
-        ("Q (2×3), K (5×3), V (5×2): d_v differs from d_k", 2, 5, 3, 2),
+        # n_q, d_k and d_v all differ in the first case, so that φ(K) and V the wrong way
+        # round, or a denominator without its column axis, stop on their shapes at once,
+        # where the shape hint can say why.
+        ("Q (3×2), K (4×2), V (4×4): d_v differs from d_k and n_q", 3, 4, 2, 4),
+        ("Q (2×3), K (5×3), V (5×2)", 2, 5, 3, 2),
         ("Q, K and V (4×4), one query with large entries", 4, 4, 4, 4),
         ("a single query and a single key (1×3)", 1, 1, 3, 3),
     ]
@@ -106,6 +115,8 @@ def _with(phi, normalise="rows"):
             return out / (fq @ fk.sum(axis=0)).sum()
         if normalise == "output":  # each output row divided by the sum of its own entries
             return out / out.sum(axis=1, keepdims=True)
+        if normalise == "query":  # each row divided by the sum of φ(q_i)'s own entries
+            return out / fq.sum(axis=1, keepdims=True)
         return out
 
     return compute
@@ -175,6 +186,13 @@ LINEAR_MISTAKES = (
         _with(elu_feature, normalise="output"),
     ),
     Mistake(
+        "You divided row i by the sum of φ(q_i)'s own entries, a number with no key in it. "
+        "Row i must be divided by the sum of its weights, Σ_j φ(q_i)·φ(k_j), which depends "
+        "on every key. Once φ(q_i) is taken out of that sum, what is left inside, and which "
+        "shape has it?",
+        _with(elu_feature, normalise="query"),
+    ),
+    Mistake(
         "You used Q and K without the feature map. Then q·k can be negative or 0, the "
         "'weights' can be negative and the denominator can vanish. φ(x) = elu(x) + 1 is "
         "positive everywhere, so every weight is too. Where in your code do Q and K go "
@@ -235,6 +253,19 @@ LINEAR_MISTAKES = (
         lambda Q, K, V: _with(elu_feature)(Q, K, elu_feature(V)),
     ),
     Mistake(
+        "You applied φ to the scores q_i·k_j, as if φ replaced exp in softmax attention. "
+        "κ(q, k) = φ(q)·φ(k) puts the feature map on each vector *before* the dot product, "
+        "and that is what lets φ(q_i) come out of both sums. Where in your code do Q and K "
+        "go through φ, and where do they meet?",
+        lambda Q, K, V: (lambda A: A / A.sum(axis=1, keepdims=True) @ V)(elu_feature(Q @ K.T)),
+    ),
+    Mistake(
+        "You divided every row by the same number, the sum of all the entries of φ(K). Row "
+        "i must be divided by the sum of its own weights, Σ_j φ(q_i)·φ(k_j): your number "
+        "has no query in it. Which part of that denominator depends on q_i?",
+        lambda Q, K, V: elu_feature(Q) @ (elu_feature(K).T @ V) / elu_feature(K).sum(),
+    ),
+    Mistake(
         "That is softmax attention, softmax(Q Kᵀ/√d_k) V. Linear attention replaces "
         "exp(q·k/√d_k) by κ(q, k) = φ(q)·φ(k) with φ(x) = elu(x) + 1, so that the products "
         "can be regrouped. " + _FROM_THE_FORMULA,
@@ -261,124 +292,167 @@ LINEAR_MISTAKES = (
 LARGE_N, LARGE_D = 2000, 4
 # An (n, n) float64 matrix at LARGE_N is 32 MB (31 MiB); the linear order needs a few (n, d) arrays.
 MEMORY_LIMIT = 8 * 2**20
-# The state stage of causal_linear_attention: at d_k = d_v = 64 one (d_k, d_v) matrix per
-# token, STATE_N of them, is 16 MiB, twice the limit, while the recurrence's own arrays
-# (Q, K, V, φ(Q), φ(K) and the output, (n, 64) each) stay near 2 MiB. Kept small in n: an
-# answer that walks through S entry by entry in Python is slow under tracemalloc.
-STATE_N, STATE_D = 512, 64
+
+
+# A line of the learner's code that makes this many bytes of arrays in all, over every
+# time it runs, did work for a quarter of the (query, key) pairs at LARGE_N; the linear
+# order's largest line makes an (n, d) array once, 64 KiB.
+WORK_LIMIT = LARGE_N * LARGE_N * 8 // 4
+
+
+@dataclass
+class LineWork:
+    """Per line of the learner's own code: how often it ran and how many bytes of new
+    arrays it made in all, over every run (tracemalloc's peak while the line runs, above
+    the memory held when it started). A loop over the queries whose body makes an array
+    with a number per key shows up as one line that made n_q × n_k numbers, even though
+    no array ever holds them all at once."""
+
+    runs: dict[tuple[str, int], int]
+    made: dict[tuple[str, int], int]
+
+    def busiest(self) -> tuple[tuple[str, int], int, int]:
+        """The line that made the most, how many times it ran and the bytes it made."""
+        if not self.made:
+            return ("", 0), 0, 0
+        line = max(self.made, key=self.made.__getitem__)
+        return line, self.runs[line], self.made[line]
+
+
+def line_work(answer: Callable[..., Any], work: LineWork) -> Callable[..., Any]:
+    """``answer``, with the work of each line of the learner's code added to ``work``
+    (sys.settrace and tracemalloc; the library's frames are not traced, their allocations
+    count for the learner's line that called them)."""
+    theirs: dict[str, bool] = {}
+    started: dict[Any, tuple[tuple[str, int], int]] = {}  # frame -> (line, memory then)
+
+    def close(frame) -> None:
+        if frame in started:
+            line, before = started.pop(frame)
+            made = tracemalloc.get_traced_memory()[1] - before
+            work.runs[line] = work.runs.get(line, 0) + 1
+            work.made[line] = work.made.get(line, 0) + max(made, 0)
+
+    def tracer(frame, event, arg):
+        name = frame.f_code.co_filename
+        if name not in theirs:
+            theirs[name] = _is_theirs(name)
+        if not theirs[name]:
+            return None
+        if event in ("line", "return"):
+            close(frame)
+        if event == "line":
+            started[frame] = ((name, frame.f_lineno), tracemalloc.get_traced_memory()[0])
+            tracemalloc.reset_peak()
+        return tracer
+
+    def traced(*args):
+        was_tracing, previous = tracemalloc.is_tracing(), sys.gettrace()
+        if not was_tracing:
+            tracemalloc.start()
+        sys.settrace(tracer)
+        try:
+            return answer(*args)
+        finally:
+            sys.settrace(previous)
+            if not was_tracing:
+                tracemalloc.stop()
+
+    return traced
 
 
 @dataclass(frozen=True)
 class MemoryCheck(ArrayCheck):
-    """An ArrayCheck, then one large input on which the answer's peak memory must stay
-    far below one (n, n) matrix: the order of the products, seen through its memory.
+    """An ArrayCheck, then one large input, run twice: once for the answer's peak memory,
+    which must stay far below one (n, n) matrix, and once for the arrays each line of the
+    learner's code makes in all (:func:`line_work`), which must stay far below a number
+    per (query, key) pair: the order of the products, seen through its memory and its work.
 
-    ``seed`` draws the large Q, K and V; ``sizes`` names them in messages ("queries and
-    keys", "tokens"); ``quadratic`` says where an (n, n) array comes from and asks the
-    question; ``slow`` is the question for an answer that runs out of time there (it gave
-    the right numbers on the small inputs, so the likely cause is work per pair, not an
-    endless loop); ``passed_note`` is added to a PASS. ``state_stage`` adds a second large
-    input, STATE_N tokens with d_k = d_v = STATE_D, on which a copy of the (d_k, d_v)
-    state for every token no longer fits under the limit.
+    ``seed`` draws the large Q, K and V; ``quadratic`` says where an (n, n) array comes
+    from and asks the question; ``loop`` is the question for work per pair done a piece
+    at a time (a loop over the queries or keys, or over blocks of them); ``slow`` the one
+    for an answer that runs out of time there (it gave the right numbers on the small
+    inputs, so the likely cause is work per pair, not an endless loop).
     """
 
     seed: int = 0
-    sizes: str = "tokens"
     quadratic: str = ""
+    loop: str = ""
     slow: str = ""
-    passed_note: str = ""
-    state_stage: bool = False
 
-    def _measure(self, answer, name: str, timeout, n: int, d: int, where: str, slow: str | None):
-        """The answer's peak memory on seeded (n, d) inputs, once its numbers are right
-        there; past the time limit, a Fail that asks ``slow`` (None: TooSlow itself)."""
-        rng = np.random.default_rng(self.seed)
-        inputs = {k: rng.normal(size=(n, d)) for k in ("Q", "K", "V")}
+    def _run(self, run: Callable[[], Any], name: str, where: str, timeout) -> Any:
+        """``run()``; past the time limit, a Fail that asks ``slow``."""
         try:
-            with silenced():
-                value, peak = measured_peak(
-                    lambda: call_answer(answer, inputs, name=name, timeout=timeout)
-                )
+            return run()
         except TooSlow as stop:
-            if slow is None:
-                raise
             background = stop.message[stop.message.find(" It is still running") :]
             raise Fail(
                 f"Your `{name}` gives the right numbers on the small inputs, but on {where} "
                 f"it ran past the time limit of {timeout:g} s and was stopped. "
-                + slow
+                + self.slow
                 + (background if " It is still running" in stop.message else "")
             ) from None
-        want = self.reference(*inputs.values())
-        if not np.allclose(np.asarray(value, dtype=float), want, rtol=1e-4, atol=1e-6):
-            raise Fail(
-                f"Your `{name}` is right on the small inputs but not on {where}; does it "
-                "use a fixed size somewhere?"
-            )
-        return peak
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         result = super().__call__(answer, name=name, timeout=timeout)
         if not result.passed:
             return result
         matrix = LARGE_N * LARGE_N * 8
-        limit = f"{MEMORY_LIMIT / 2**20:.0f} MiB"
+        where = f"{LARGE_N} queries and keys"
+        rng = np.random.default_rng(self.seed)
+        inputs = {k: rng.normal(size=(LARGE_N, LARGE_D)) for k in ("Q", "K", "V")}
+        work = LineWork({}, {})
         try:
-            peak = self._measure(
-                answer, name, timeout, LARGE_N, LARGE_D, f"{LARGE_N} {self.sizes}", self.slow
-            )
+            with silenced():
+                value, peak = self._run(
+                    lambda: measured_peak(
+                        lambda: call_answer(answer, inputs, name=name, timeout=timeout)
+                    ),
+                    name,
+                    where,
+                    timeout,
+                )
+                self._run(
+                    lambda: call_answer(
+                        line_work(answer, work), inputs, name=name, timeout=timeout
+                    ),
+                    name,
+                    where,
+                    timeout,
+                )
+            want = self.reference(*inputs.values())
+            if not np.allclose(np.asarray(value, dtype=float), want, rtol=1e-4, atol=1e-6):
+                raise Fail(
+                    f"Your `{name}` is right on the small inputs but not on {where}; does it "
+                    "use a fixed size somewhere?"
+                )
             if peak > MEMORY_LIMIT:
                 raise Fail(
-                    f"Your `{name}` gives the right numbers, but on {LARGE_N} {self.sizes} "
-                    f"(d = {LARGE_D}) it needed {peak / 2**20:.0f} MiB at its peak, where one "
-                    f"{LARGE_N} × {LARGE_N} matrix is {matrix / 2**20:.0f} MiB: somewhere it "
-                    + self.quadratic
+                    f"Your `{name}` gives the right numbers, but on {where} (d = {LARGE_D}) "
+                    f"it needed {peak / 2**20:.0f} MiB at its peak, where one {LARGE_N} × "
+                    f"{LARGE_N} matrix is {matrix / 2**20:.0f} MiB: somewhere it " + self.quadratic
                 )
-            passed = (
-                f"\n\nAnd its memory stays linear: on {LARGE_N} {self.sizes} its peak was "
-                f"under {limit}, where one {LARGE_N} × {LARGE_N} matrix is "
-                f"{matrix / 2**20:.0f} MiB"
-            )
-            passed += "." + self.passed_note
-            if self.state_stage:
-                passed += self._state_stage(answer, name, timeout)
+            (filename, lineno), runs, made = work.busiest()
+            if made > WORK_LIMIT:
+                code = linecache.getline(filename, lineno).strip()
+                shown = f"`{code}` (line {lineno})" if code else f"line {lineno}"
+                times = "once" if runs == 1 else f"{runs:,} times"
+                raise Fail(
+                    f"Your `{name}` gives the right numbers in linear memory, but on {where} "
+                    f"one line of your code, {shown}, ran {times} and made "
+                    f"{made / 8 / 1e6:.1f} million numbers in all, where there are "
+                    f"{LARGE_N * LARGE_N / 1e6:.0f} million (query, key) pairs: work for "
+                    "every pair, done a piece at a time. " + self.loop
+                )
         except Fail as fail:
             return CheckResult(False, fail.message, name)
-        return CheckResult(True, result.message + passed, name)
-
-    def _state_stage(self, answer, name: str, timeout) -> str:
-        where = f"{STATE_N} tokens with d_k = d_v = {STATE_D}"
-        states = STATE_N * STATE_D * STATE_D * 8
-        one = (STATE_D * STATE_D + STATE_D) * 8
-        try:
-            peak = self._measure(answer, name, timeout, STATE_N, STATE_D, where, None)
-        except TooSlow as stop:
-            # Right on every input so far, only slow at d = 64: not a reason to fail it.
-            background = stop.message[stop.message.find(" It is still running") :]
-            return (
-                f"\n\nOn {where}, though, it ran past the time limit of {timeout:g} s, so "
-                "its state could not be measured there. A loop over the tokens that updates "
-                "S and z with whole-array operations finishes there far within the limit: "
-                "does yours go through S one entry at a time, in Python? Which single NumPy "
-                "operation gives all of φ(k_i) v_iᵀ at once?"
-                + (background if " It is still running" in stop.message else "")
-            )
-        if peak > MEMORY_LIMIT:
-            raise Fail(
-                f"Your `{name}` gives the right numbers and never forms an (n, n) array, but "
-                f"on {where} it needed {peak / 2**20:.0f} MiB at its peak, where one state, S "
-                f"and z, is {one / 2**10:.1f} KiB and a (d_k, d_v) matrix for each of the "
-                f"{STATE_N} tokens is {states / 2**20:.0f} MiB: it seems to keep a matrix per "
-                "token, such as every S_i or every φ(k_i) v_iᵀ. The recurrence needs only the "
-                "current S and z, whatever the number of tokens: that is what lets a decoder "
-                "generate with a state of fixed size. Which of your arrays grows with the "
-                "number of tokens, and does the next token need it?"
-            )
-        return (
-            f"\n\nAnd your state does not grow with the tokens: on {where} the peak was "
-            f"under {MEMORY_LIMIT / 2**20:.0f} MiB too, where a (d_k, d_v) matrix for each "
-            f"token would be {states / 2**20:.0f} MiB."
+        passed = (
+            f"\n\nAnd it does no work per pair: on {where} its peak memory was under "
+            f"{MEMORY_LIMIT / 2**20:.0f} MiB, where one {LARGE_N} × {LARGE_N} matrix is "
+            f"{matrix / 2**20:.0f} MiB, and no line of your code made a number per (query, key) "
+            "pair."
         )
+        return CheckResult(True, result.message + passed, name)
 
 
 register(
@@ -390,7 +464,6 @@ register(
         linear_cases,
         reference=linear_attention_reference,
         seed=8080,
-        sizes="queries and keys",
         quadratic=(
             "forms an (n_q, n_k) array, such as φ(Q) φ(K)ᵀ or the weights: the quadratic "
             "order. A chain of `@` is evaluated from left to right, so `A @ B @ C` "
@@ -399,17 +472,12 @@ register(
             "numerator's and the denominator's: what is left inside each once it is taken "
             "out, and does it depend on i?"
         ),
+        loop=("That is the quadratic work this exercise is about. " + _FROM_THE_FORMULA),
         slow=(
             "The regrouped order finishes there far within the limit. Does yours compute "
             f"φ(q_i)·φ(k_j) for each pair, one at a time? On {LARGE_N} queries and "
             f"{LARGE_N} keys that is {LARGE_N * LARGE_N / 1e6:.0f} million products, the "
             "quadratic work this exercise is about. " + _FROM_THE_FORMULA
-        ),
-        passed_note=(
-            " Memory is what this check measures, not work: does your function compute "
-            "φ(q_i)·φ(k_j) for every pair anywhere, one query or one block at a time? That "
-            "still costs n_q × n_k products; the regrouped order never forms a single one "
-            "of them."
         ),
         shape_rule="one output row per query, d_v columns like V: (n_q, d_v)",
         mistakes=LINEAR_MISTAKES,
@@ -424,12 +492,12 @@ register(
 )
 
 
-# -------------------------------------------------------- causal_linear_attention
+# ---------------------------------------------------------- linear_attention_step
 
 
 def causal_linear_reference(Q, K, V):
     """Causal linear attention in the quadratic order: the weights φ(q_i)·φ(k_j) for
-    j ≤ i, each row normalised, times V. The recurrence must give the same numbers."""
+    j ≤ i, each row normalised, times V. The steps must give the same rows."""
     Q, K, V = (np.asarray(x, dtype=float) for x in (Q, K, V))
     A = np.where(causal_mask(len(Q)), elu_feature(Q) @ elu_feature(K).T, 0.0)
     return (A / A.sum(axis=1, keepdims=True)) @ V
@@ -452,65 +520,50 @@ def causal_cases() -> list[Case]:
     ]
 
 
-def _recurrence(
-    *,
-    read_first=False,
-    normalise=True,
-    reset=False,
-    phi=elu_feature,
-    start=0.0,
-    total_z=None,
-    from_query=(),
-    stop_early=False,
-):
-    """The loop over the tokens with one slip: reading the state before adding token i,
-    no normaliser, a state that starts afresh at every token, another feature map
-    ``phi``, S and z that start at ``start`` instead of 0, a z that is one number, the
-    running total of φ(k_i)'s entries, read by ``total_z(φ(q_i), z)``, running sums built
-    from φ(q_i) instead of φ(k_i) (``from_query`` names them: "S", "z" or both), or a loop
-    that stops one token early and returns the rows it made (``stop_early``)."""
+def run_steps(step, Q, K, V) -> np.ndarray:
+    """The loop the checker runs: S and z start at 0, each token goes through ``step``
+    in turn, and the rows o_i it returns are stacked into an (n, d_v) array."""
+    S, z = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1])
+    rows = []
+    for q, k, v in zip(Q, K, V, strict=True):
+        S, z, o = step(S, z, q, k, v)
+        rows.append(o)
+    return np.array(rows)
 
-    def compute(Q, K, V):
-        fq, fk = phi(Q), phi(K)
+
+def _step(
+    *, read_first=False, normalise=True, keep=True, phi=elu_feature, read_z=None, from_query=()
+):
+    """One token's step with one slip: the row read from the state before token i is
+    added, no normaliser, the given state ignored (``keep=False``), another feature map
+    ``phi``, a denominator ``read_z(φ(q_i), z)`` other than φ(q_i)·z, or sums built from
+    φ(q_i) instead of φ(k_i) (``from_query`` names them: "S", "z" or both)."""
+
+    def step(S, z, q, k, v):
+        fq, fk = phi(q), phi(k)
+        if read_first:
+            o = fq @ S / (fq @ z)
         into_S = fq if "S" in from_query else fk
         into_z = fq if "z" in from_query else fk
-        S, z = np.full((fk.shape[1], V.shape[1]), start), np.full(fk.shape[1], start)
-        z_total = 0.0
-        out = np.empty((len(fq), V.shape[1]))
-        for i in range(len(fq)):
-            if reset:
-                S, z = np.zeros_like(S), np.zeros_like(z)
-            if read_first:
-                out[i] = fq[i] @ S / (fq[i] @ z)
-            S, z = S + np.outer(into_S[i], V[i]), z + into_z[i]
-            z_total += fk[i].sum()
-            if total_z is not None:
-                out[i] = fq[i] @ S / total_z(fq[i], z_total)
-            elif not read_first:
-                out[i] = fq[i] @ S / (fq[i] @ z) if normalise else fq[i] @ S
-        return out[:-1] if stop_early else out
+        S_new = np.outer(into_S, v) + (S if keep else 0.0)
+        z_new = into_z + (z if keep else 0.0)
+        if not read_first:
+            o = fq @ S_new
+            if read_z is not None:
+                o = o / read_z(fq, z_new)
+            elif normalise:
+                o = o / (fq @ z_new)
+        return S_new, z_new, o
 
-    return compute
+    return step
 
 
-def _causal_softmax(scaled=True):
-    """Causal softmax attention, with or without the 1/√d_k."""
-
-    def compute(Q, K, V):
-        Q, K, V = (np.asarray(x, dtype=float) for x in (Q, K, V))
-        c = 1 / np.sqrt(Q.shape[1]) if scaled else 1.0
-        return softmax(c * (Q @ K.T), mask=causal_mask(len(Q))) @ V
-
-    return compute
-
-
-# z held as one number, the running total of every entry of φ(k_i), however it is read.
+# z read as one number, the total of every entry of φ(k_j) so far, however it is read.
 _SCALAR_Z = (
-    "The weights of your rows don't add up to 1: your z seems to be one number, the running "
-    "total of all the entries of the φ(k_j). The lesson's z_i = z_{i−1} + φ(k_i) is a "
-    "vector, one running sum per feature, and the denominator φ(q_i)ᵀ z_i weighs each "
-    "feature's sum by the query's own feature. Which shape does your z have, and how does "
-    "φ(q_i) read it?"
+    "The weights of your rows don't add up to 1: your denominator seems to be one number, "
+    "the running total of all the entries of the φ(k_j). The lesson's z_i = z_{i−1} + φ(k_i) "
+    "is a vector, one running sum per feature, and the denominator φ(q_i)ᵀ z_i weighs each "
+    "feature's sum by the query's own feature. How does φ(q_i) read your z?"
 )
 
 
@@ -523,103 +576,63 @@ def _query_in(sums: str) -> str:
     )
 
 
-CAUSAL_MISTAKES = (
-    Mistake(
+# (message, a step with that slip): the tests feed each step to the checker.
+CAUSAL_SLIPS: tuple[tuple[str, Callable[..., Any]], ...] = (
+    (
         "Your first row is NaN (0/0) and each later row is one token behind: you read "
         "o_i from the state before token i was added to it, so query i never sees its own "
         "key. In the lesson's recurrence, which comes first for token i: updating S and z, "
         "or reading o_i from them?",
-        _recurrence(read_first=True),
+        _step(read_first=True),
     ),
-    Mistake(
+    (
         "Your rows are weighted *sums* of the values, not averages: the weights "
         "φ(q_i)·φ(k_j) don't add up to 1. The lesson's o_i divides φ(q_i)ᵀ S_i by a second "
         "running sum: which one, and what does φ(q_i) read from it?",
-        _recurrence(normalise=False),
+        _step(normalise=False),
     ),
-    Mistake(
-        "Each of your rows is that token's own value v_i: your state holds only the current "
-        "token, as if S and z started afresh at every step. They must carry every key and "
-        "value so far: where do you create them, before the loop or inside it?",
-        _recurrence(reset=True),
+    (
+        "Each of your rows is that token's own value v_i: your step returns a state that "
+        "holds only the current token, as if S and z started afresh at every step. They "
+        "must carry every key and value so far: what does your step add token i's terms "
+        "to?",
+        _step(keep=False),
     ),
-    Mistake(
-        "You used Q and K without the feature map. Then q·k can be negative or 0, the "
+    (
+        "You used q and k without the feature map. Then q·k can be negative or 0, the "
         "'weights' can be negative and the denominator can vanish. φ(x) = elu(x) + 1 is "
-        "positive everywhere, so every weight is too. Where in your loop do q_i and k_i go "
+        "positive everywhere, so every weight is too. Where in your step do q and k go "
         "through φ?",
-        _recurrence(phi=lambda x: x),
+        _step(phi=lambda x: x),
     ),
-    Mistake(
+    (
         _one_side("queries", "keys"),
-        lambda Q, K, V: _recurrence(phi=lambda x: x)(elu_feature(Q), K, V),
+        lambda S, z, q, k, v: _step(phi=lambda x: x)(S, z, elu_feature(q), k, v),
     ),
-    Mistake(
+    (
         _one_side("keys", "queries"),
-        lambda Q, K, V: _recurrence(phi=lambda x: x)(Q, elu_feature(K), V),
+        lambda S, z, q, k, v: _step(phi=lambda x: x)(S, z, q, elu_feature(k), v),
     ),
-    Mistake(
-        "Each of your rows reads the keys from its own token to the *last*: query i sees "
-        "keys j ≥ i, the future, and not the ones before it. It looks as if your loop ran "
-        "from the last token to the first. In a decoder, which tokens are already in the "
-        "state when token i is read, and in which order do they arrive?",
-        lambda Q, K, V: _recurrence()(Q[::-1], K[::-1], V[::-1])[::-1],
-    ),
-    Mistake(
-        "Your S and z start at ones, so before token 0 your state already holds a key and "
-        "a value that no token brought, and every row is pulled towards them. S_i and z_i "
-        "are running sums over the tokens up to i: before token 0 they sum over no token "
-        "at all. What is a sum of nothing, and which shapes do S and z have?",
-        _recurrence(start=1.0),
-    ),
-    Mistake(
-        _SCALAR_Z,
-        _recurrence(total_z=lambda fq_i, z: z),
-    ),
-    Mistake(
-        _SCALAR_Z,
-        _recurrence(total_z=lambda fq_i, z: fq_i.sum() * z),
-    ),
-    Mistake(
-        _query_in("sum z is built"),
-        _recurrence(from_query=("z",)),
-    ),
-    Mistake(
-        _query_in("sum S is built"),
-        _recurrence(from_query=("S",)),
-    ),
-    Mistake(
-        _query_in("sums S and z are both built"),
-        _recurrence(from_query=("S", "z")),
-    ),
-    Mistake(
-        "Your function returns one row fewer than there are tokens, and every row it "
-        "returns is right: your loop stops one token early. Which values of i does your "
-        "loop take, and which should it take for n tokens?",
-        _recurrence(stop_early=True),
-    ),
-    Mistake(
-        "Your rows are those of non-causal linear attention: query i also sees the keys "
-        "after it. In a decoder, o_i may read only what the tokens up to i put in: does "
-        "your query read the running sums at step i, or sums over all the tokens?",
-        linear_attention_reference,
-    ),
-    Mistake(
-        "That is causal softmax attention, softmax(Q Kᵀ/√d_k) V with the causal mask. "
-        "Linear attention replaces exp(q·k/√d_k) by κ(q, k) = φ(q)·φ(k) with "
-        "φ(x) = elu(x) + 1, and that is what lets the sums over the keys up to i run along "
-        "with the tokens. In the lesson's recurrence, what does token i add to S and to z?",
-        _causal_softmax(),
-    ),
-    Mistake(
-        "That is causal softmax attention, softmax(Q Kᵀ) V with the causal mask, here even "
-        "without its 1/√d_k. Linear attention replaces the exponential by "
-        "κ(q, k) = φ(q)·φ(k) with φ(x) = elu(x) + 1, and that is what lets the sums over "
-        "the keys up to i run along with the tokens. In the lesson's recurrence, what does "
-        "token i add to S and to z?",
-        _causal_softmax(scaled=False),
-    ),
+    (_SCALAR_Z, _step(read_z=lambda fq, z: z.sum())),
+    (_SCALAR_Z, _step(read_z=lambda fq, z: fq.sum() * z.sum())),
+    (_query_in("sum z is built"), _step(from_query=("z",))),
+    (_query_in("sum S is built"), _step(from_query=("S",))),
+    (_query_in("sums S and z are both built"), _step(from_query=("S", "z"))),
 )
+
+
+def _both_ways(step):
+    """The slip as a Mistake's ``compute``: given (Q, K, V), the rows the steps give, as
+    the checker compares them; given (S, z, q, k, v), the step itself, so that the
+    mistake can also be handed to the checker as an answer."""
+
+    def compute(*args):
+        return step(*args) if len(args) == 5 else run_steps(step, *args)
+
+    return compute
+
+
+CAUSAL_MISTAKES = tuple(Mistake(message, _both_ways(step)) for message, step in CAUSAL_SLIPS)
 
 
 def _read_before_update(got, want, inputs):
@@ -627,7 +640,8 @@ def _read_before_update(got, want, inputs):
     # anything), so that no NaN gives it away: from token 1 on, the rows are the slip's.
     if got.shape != want.shape or len(got) < 2:
         return None
-    early = _recurrence(read_first=True)(*(np.asarray(v, dtype=float) for v in inputs.values()))
+    values = (np.asarray(v, dtype=float) for v in inputs.values())
+    early = run_steps(_step(read_first=True), *values)
     if not matches(got[1:], early[1:]) or matches(got[1:], want[1:]):
         return None
     return (
@@ -638,81 +652,100 @@ def _read_before_update(got, want, inputs):
     )
 
 
-def _last_row_missed(got, want, inputs):
-    # A loop that stops one token early into a preallocated array: every row right but the
-    # last, which holds zeros or whatever np.empty left there.
-    if got.shape != want.shape or len(got) < 2:
-        return None
-    if not matches(got[:-1], want[:-1]) or matches(got[-1:], want[-1:]):
-        return None
-    return (
-        f"Your rows are right for every token but the last, token {len(got) - 1}: does your "
-        "loop reach it? Which values of i does your loop take, and which should it take for "
-        f"{len(got)} tokens?"
-    )
+@dataclass(frozen=True)
+class StepCheck(ArrayCheck):
+    """An ArrayCheck for one step of a recurrence: each case's Q, K and V are fed to the
+    answer one token at a time, from S = 0 and z = 0, each call getting back the state the
+    previous one returned; the rows o_i it returns, stacked, are compared with the
+    reference. The answer never sees an earlier token, so it cannot re-read them."""
 
+    def _answer_on(
+        self, answer, case: Case, want: np.ndarray, name: str, timeout, notes: list[str]
+    ) -> np.ndarray:
+        Q, K, V = (np.asarray(case.inputs[key], dtype=float) for key in ("Q", "K", "V"))
+        d_k, d_v = K.shape[1], V.shape[1]
+        S, z = np.zeros((d_k, d_v)), np.zeros(d_k)
+        rows = []
+        for q, k, v in zip(Q, K, V, strict=True):
+            inputs = {"S": S, "z": z, "q": q, "k": k, "v": v}
+            try:
+                value = call_answer(
+                    answer, inputs, name=name, timeout=timeout, shape_hint=self.shape_hint
+                )
+            except TooSlow:
+                raise
+            except Fail as fail:
+                raise self._with_error_hint(fail, case) from None
+            S, z, o = self._unpack(value, name, d_k, d_v)
+            rows.append(o)
+        return np.array(rows)
 
-def _number_in_matmul(message: str, inputs: dict[str, Any]) -> bool:
-    # NumPy's matmul with a 0-d operand, such as a z kept as one number.
-    return "matmul" in message and "has 0" in message
+    def _unpack(self, value: Any, name: str, d_k: int, d_v: int):
+        if not isinstance(value, (tuple, list)) or len(value) != 3:
+            what = "None" if value is None else f"a {type(value).__name__}"
+            if isinstance(value, (tuple, list)):
+                what += f" of {len(value)}"
+            raise Fail(
+                f"Your `{name}` returned {what}, where it should return three things, the "
+                "new S, the new z and this token's output row o_i, as `return S, z, o`. "
+                "Which of them is missing from your `return`?"
+            )
+        parts = []
+        for label, part, shape, rule in (
+            ("S", value[0], (d_k, d_v), "the state S is a (d_k, d_v) matrix"),
+            ("z", value[1], (d_k,), "z holds d_k numbers, one running sum per feature"),
+            ("o", value[2], (d_v,), "o_i is one output row, d_v numbers like v_i"),
+        ):
+            try:
+                array = np.asarray(part, dtype=float)
+            except (TypeError, ValueError):
+                raise Fail(
+                    f"The {label} your `{name}` returns is not an array of numbers: "
+                    f"{type(part).__name__}. What does your `return` give back in its place?"
+                ) from None
+            if array.shape != shape:
+                got = "one number" if array.ndim == 0 else f"shape {array.shape}"
+                hint = (
+                    " Is it the running total of every entry of φ(k_i)? How does φ(q_i) "
+                    "read each feature's sum, then?"
+                    if label == "z" and array.ndim == 0
+                    else " " + self.shape_hint
+                )
+                raise Fail(
+                    f"The {label} your `{name}` returns is {got}, where {rule}, {shape} here.{hint}"
+                )
+            parts.append(array)
+        return parts
 
-
-def _int_state(message: str, inputs: dict[str, Any]) -> bool:
-    # `S += ...` into an int array: NumPy refuses to cast the float sum back.
-    return "Cannot cast" in message and "int" in message
+    def _check_case(self, answer, case: Case, name: str, timeout, notes, cases) -> None:
+        try:
+            super()._check_case(answer, case, name, timeout, notes, cases)
+        except Fail as fail:
+            raise Fail(
+                fail.message.replace(
+                    "\n\nTest input: ",
+                    "\n\nThe checker fed your step these tokens one at a time, from S = 0 and "
+                    "z = 0, and stacked the rows o_i (expected, and returned by yours).\n"
+                    "Test input: ",
+                    1,
+                )
+            ) from None
 
 
 register(
     LESSON,
-    solutions.causal_linear_attention,
-    "causal_linear_attention(Q, K, V) -> (n, d_v): S_i = S_{i-1} + φ(k_i) v_iᵀ, "
-    "z_i = z_{i-1} + φ(k_i), o_i = φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i, in a loop over the tokens",
-    MemoryCheck(
+    solutions.linear_attention_step,
+    "linear_attention_step(S, z, q, k, v) -> (S, z, o): S + φ(k) vᵀ, z + φ(k), "
+    "o = φ(q)ᵀ S / φ(q)ᵀ z with the new S and z; one token of causal linear attention",
+    StepCheck(
         causal_cases,
         reference=causal_linear_reference,
-        seed=9090,
-        quadratic=(
-            "forms an (n, n) array, such as the masked weights of the quadratic order or "
-            "the causal mask itself. The point of the recurrence is that it never needs "
-            "one: what does your loop carry from one token to the next, and which shape "
-            "has it?"
-        ),
-        slow=(
-            "The recurrence, one step per token, finishes there far within the limit. Does "
-            "your loop score query i against each earlier key, φ(q_i)·φ(k_j) one j at a "
-            f"time? That is about {LARGE_N * LARGE_N / 2e6:.0f} million products on "
-            f"{LARGE_N} tokens, where reading the state S_i and z_i needs none. Or does it "
-            "go through S one entry at a time, in Python, where one NumPy operation gives "
-            "all of φ(k_i) v_iᵀ? What does your loop carry from one token to the next, and "
-            "how does it update it?"
-        ),
-        state_stage=True,
-        passed_note=(
-            " Memory is what this check measures, not work: does your loop score query i "
-            "against every earlier key, φ(q_i)·φ(k_j) for each j ≤ i? That is about n²/2 "
-            "of them in all; reading the state S_i and z_i never needs a single one."
-        ),
-        shape_rule="one output row per token, d_v columns like V: (n, d_v)",
+        shape_rule="one output row per token, d_v numbers like v_i",
         mistakes=CAUSAL_MISTAKES,
-        hints=(_read_before_update, _last_row_missed),
+        hints=(_read_before_update,),
         shape_hint=(
-            "S is a (d_k, d_v) matrix and z has d_k numbers; φ(q_i) and φ(k_i) have d_k, "
-            "v_i has d_v. Which product of φ(k_i) and v_i has the shape (d_k, d_v)?"
-        ),
-        error_hints=(
-            (
-                _number_in_matmul,
-                "One operand of an `@` in your loop is a single number, where `@` needs a "
-                "vector or a matrix. Is it z? The lesson's z_i = z_{i−1} + φ(k_i) is a "
-                "running sum of vectors: how many numbers does it hold, and which shape do "
-                "you give it before token 0?",
-            ),
-            (
-                _int_state,
-                "An array in your loop holds whole numbers (an integer dtype), so NumPy "
-                "cannot store the sum of it and a float in it. Which dtype does the array "
-                "you start S or z from have, and which should it have?",
-            ),
+            "S is a (d_k, d_v) matrix and z has d_k numbers; q, k and φ(k) have d_k, v has "
+            "d_v. Which product of φ(k) and v has the shape (d_k, d_v)?"
         ),
     ),
 )

@@ -9,14 +9,14 @@ these pass too. Exercises by lesson:
 - 01_dot_product: best_key, new_token_scores, score_matrix
 - 02_variance: scaled_scores, std_512, uniform_divisor
 - 03_scaling: temperature_for_entropy, largest_jacobian_entry
-- 04_softmax: softmax, softmax_jacobian, masked_softmax
+- 04_softmax: softmax, softmax_jacobian, masked_softmax, qk_norm_scores
 - 05_values: attention, output_change, scores_for, attention_by_hand, masked_attention
 - 06_heads_and_masks: multi_head_attention, grouped_query_attention, kv_cache_bytes,
   padding_causal_mask
 - 07_cost_and_tiling: longest_sequence, merge_states, online_softmax
 - 08_does_scaling_matter: softmax_backward, attention_grad_q, unscaled_as_scaled
-- 09_attention_family: relative_bias, alibi_biases, reach
-- 10_in_practice: linear_attention, causal_linear_attention, causal_lower_right,
+- 09_attention_family: alibi_biases, rope, reach
+- 10_in_practice: linear_attention, linear_attention_step, causal_lower_right,
   sdpa_weights
 """
 
@@ -57,7 +57,8 @@ def score_matrix(W_Q, W_K):
 
 def scaled_scores(Q, K):
     d_k = Q.shape[-1]
-    return Q @ K.T / np.sqrt(d_k)  # keeps the scores' variance near 1
+    # Divides the variance σ_q²σ_k²·d_k by d_k: 1 for unit-variance entries.
+    return Q @ K.T / np.sqrt(d_k)
 
 
 def std_512():
@@ -114,6 +115,12 @@ def masked_softmax(x, mask):
     e = np.exp(kept - m)  # every exponent <= 0; -inf - 0 = -inf gives 0
     total = e.sum(axis=-1, keepdims=True)
     return e / np.where(total > 0, total, 1.0)  # a row with no key left: 0 / 1 = 0, not 0 / 0
+
+
+def qk_norm_scores(Q, K, g):
+    Qn = Q / np.linalg.norm(Q, axis=-1, keepdims=True)  # every query of length 1
+    Kn = K / np.linalg.norm(K, axis=-1, keepdims=True)  # every key of length 1
+    return g * Qn @ Kn.T  # S[i, j] = g cos θ_ij, in [-g, g]
 
 
 def attention(Q, K, V):
@@ -225,12 +232,6 @@ def unscaled_as_scaled(d_k):
     return c, c, c  # factors on W_Q, on W_K, and on their learning rate
 
 
-def relative_bias(n, table):
-    i = np.arange(n)
-    # b_(i-j) is stored at index i - j + n - 1: b_-(n-1) is table[0], b_0 is table[n - 1]
-    return table[i[:, None] - i[None, :] + n - 1]
-
-
 def alibi_biases(n, H):
     # m_h = 2^(-8h/H) counts the heads from 1, so h runs 1 … H for Python's heads 0 … H - 1
     slopes = 2.0 ** (-8 * np.arange(1, H + 1) / H)  # (H,), the steepest head first
@@ -238,6 +239,18 @@ def alibi_biases(n, H):
     distance = np.abs(i[:, None] - i[None, :])  # (n, n): queries down, keys across
     # (H, 1, 1) times (n, n) broadcasts to (H, n, n): each head's slope times every distance
     return -slopes[:, None, None] * distance
+
+
+def rope(X, start=0):
+    n, d = X.shape
+    theta = 10000.0 ** (-2 * np.arange(d // 2) / d)  # θ_f, what lesson.rope_angles(d) gives
+    angles = (start + np.arange(n))[:, None] * theta[None, :]  # (n, d/2): row i at start + i
+    x, y = X[:, 0::2], X[:, 1::2]  # the two features of every pair, (n, d/2) each
+    out = np.empty_like(X, dtype=float)
+    # both new features from the old x and y, so neither may be overwritten first
+    out[:, 0::2] = x * np.cos(angles) - y * np.sin(angles)
+    out[:, 1::2] = x * np.sin(angles) + y * np.cos(angles)
+    return out
 
 
 def reach(M, L):
@@ -268,19 +281,13 @@ def linear_attention(Q, K, V):
     return (phi_q @ summary) / normaliser[:, None]
 
 
-def causal_linear_attention(Q, K, V):
+def linear_attention_step(S, z, q, k, v):
     def phi(x):  # elu(x) + 1, as in linear_attention
         return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
 
-    phi_q, phi_k = phi(Q), phi(K)
-    S = np.zeros((K.shape[1], V.shape[1]))  # (d_k, d_v): every key and value so far
-    z = np.zeros(K.shape[1])  # (d_k,): every key so far
-    out = np.empty((len(Q), V.shape[1]))
-    for i in range(len(Q)):
-        S = S + np.outer(phi_k[i], V[i])  # add token i first: query i may see key i
-        z = z + phi_k[i]
-        out[i] = phi_q[i] @ S / (phi_q[i] @ z)
-    return out
+    S = S + np.outer(phi(k), v)  # (d_k, d_v): add token i first, as query i may see key i
+    z = z + phi(k)  # (d_k,): new arrays, so the caller's S and z stay as they were
+    return S, z, phi(q) @ S / (phi(q) @ z)
 
 
 def sdpa_weights(q, k, attn_mask=None, is_causal=False, scale=None):

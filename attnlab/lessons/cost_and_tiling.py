@@ -186,17 +186,22 @@ class Cost:
     one_thread: bool = False  # whether BLAS really ran on one thread (see one_blas_thread)
 
 
-def measure_cost(ns, d: int = 64, repeats: int = 5, budget: float = 0.3) -> Cost:
-    """Time ``attention(Q, K, V, return_weights=True)`` and measure its peak memory.
+def measure_cost(
+    ns, d: int = 64, repeats: int = 5, budget: float = 0.3, timed: bool = True
+) -> Cost:
+    """Measure the peak memory of ``attention(Q, K, V)`` and, if ``timed``, time it.
 
     Each n is timed with :func:`best_time` (``repeats`` runs at most, two once ``budget``
-    seconds are spent) with BLAS on one thread (:func:`one_blas_thread`). The peak memory
-    comes from one more call traced by tracemalloc, with the (n, n) weights returned, in
-    float32. One untimed call first warms up NumPy's and the processor's caches.
+    seconds are spent) with BLAS on one thread (:func:`one_blas_thread`); with
+    ``timed=False`` the seconds are NaN and only the memory is measured. The peak memory
+    comes from one call traced by tracemalloc, in float32: inside the call the (n, n)
+    scores and weights exist whether or not the weights are returned, so the peak is the
+    same either way. One untimed call first warms up NumPy's and the processor's caches.
     ``Cost.one_thread`` says whether BLAS really was limited to one thread.
 
     Shapes: ``ns`` a list of sequence lengths; Q, K, V are (n, d) each.
-    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
+    Lesson: ``notebooks/07_cost_and_tiling.ipynb`` (memory only; its three stages are
+    timed by :func:`measure_stages`).
     """
     ns = np.asarray(ns, dtype=int)
     seconds, peaks = [], []
@@ -204,10 +209,11 @@ def measure_cost(ns, d: int = 64, repeats: int = 5, budget: float = 0.3) -> Cost
         attention(*random_qkv(int(ns[0]), d))  # warm-up, not timed
         for n in ns:
             Q, K, V = random_qkv(int(n), d)
-            peaks.append(peak_bytes(attention, Q, K, V, return_weights=True))
-            seconds.append(
-                best_time(attention, Q, K, V, return_weights=True, repeats=repeats, budget=budget)
-            )
+            peaks.append(peak_bytes(attention, Q, K, V))
+            if timed:
+                seconds.append(best_time(attention, Q, K, V, repeats=repeats, budget=budget))
+            else:
+                seconds.append(np.nan)
     return Cost(ns, np.array(seconds), np.array(peaks, dtype=np.int64), d, one_thread)
 
 
@@ -379,30 +385,36 @@ def _log_axes(ax, ns, title, ylabel):
 
 
 def plot_cost(cost: Cost, stages: StageTimes | None = None):
-    """Time per score and peak memory of attention (weights returned) against n.
+    """Time per score and peak memory of attention against n.
 
     Left: nanoseconds per score, ``seconds / n² · 1e9``, against n on a log axis; a level
     line is a cost growing like n², a line that falls or rises is the machine bending it.
-    With ``stages``, it also shows Q Kᵀ, the softmax and P V, each timed on its own.
+    With ``stages``, it shows Q Kᵀ, the softmax and P V, each timed on its own, and the
+    three added up; without, the time of the whole ``attention`` call (``cost.seconds``).
     Right: peak memory on log-log axes with a fit, where a straight line of slope p means
-    growth like n^p. The title says "one BLAS thread" only if ``cost.one_thread`` is True.
+    growth like n^p. The title says "one BLAS thread" only if the timings ran on one.
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9.5, 3.8), layout="constrained")
-    ns = np.asarray(cost.ns, float)
-    ax_t.plot(ns, cost.seconds / ns**2 * 1e9, "o-", color=plots.ACCENT, label="whole attention")
-    if stages is not None:
+    if stages is None:
+        ns = np.asarray(cost.ns, float)
+        ax_t.plot(ns, cost.seconds / ns**2 * 1e9, "o-", color=plots.ACCENT, label="whole attention")
+        one_thread = cost.one_thread
+    else:
+        ns = np.asarray(stages.ns, float)
+        total = stages.seconds.sum(axis=1) / ns**2 * 1e9
+        ax_t.plot(ns, total, "o-", color=plots.ACCENT, label="the three stages added up")
         # Wide to narrow, so that lines lying on top of each other all stay visible.
         styles = (("#7b5ea7", "s", 5, 9), ("#c0392b", "^", 2.5, 6), ("#16a085", "D", 1, 4))
         for name, style, column in zip(STAGES, styles, stages.seconds.T, strict=True):
             color, marker, width, size = style
-            per_score = column / np.asarray(stages.ns, float) ** 2 * 1e9
             ax_t.plot(
-                stages.ns, per_score, marker=marker, ms=size, lw=width, color=color, label=name
+                ns, column / ns**2 * 1e9, marker=marker, ms=size, lw=width, color=color, label=name
             )
-    threads = "one BLAS thread" if cost.one_thread else "BLAS threads as found"
+        one_thread = stages.one_thread
+    threads = "one BLAS thread" if one_thread else "BLAS threads as found"
     ax_t.set_xscale("log", base=2)
-    ax_t.set_xticks(cost.ns, [str(n) for n in cost.ns])
+    ax_t.set_xticks(ns, [str(int(n)) for n in ns])
     ax_t.minorticks_off()
     ax_t.set_ylim(bottom=0)
     ax_t.set_title(f"time per score (d = {cost.d}, float32, {threads})")
@@ -418,18 +430,18 @@ def plot_cost(cost: Cost, stages: StageTimes | None = None):
         ls=":",
         label="the n × n float32 weights alone",
     )
-    _log_axes(ax_m, cost.ns, "peak memory, weights returned", "MiB")
+    _log_axes(ax_m, cost.ns, "peak memory of attention", "MiB")
     return fig
 
 
 def plot_memory(ns, full, tiled):
-    """Peak memory of full attention (weights returned) and of tiled attention against n.
+    """Peak memory of full attention and of tiled attention against n.
 
     Shapes: ``ns``, ``full`` and ``tiled`` (bytes) have one entry per sequence length.
     Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
     """
     fig, ax = plt.subplots(figsize=(6.2, 3.6), layout="constrained")
-    _fit_line(ax, ns, np.asarray(full) / 2**20, plots.SECOND, "attention, weights returned")
+    _fit_line(ax, ns, np.asarray(full) / 2**20, plots.SECOND, "attention")
     _fit_line(ax, ns, np.asarray(tiled) / 2**20, plots.THIRD, "tiled_attention")
     _log_axes(ax, list(ns), "peak memory: full against tiled", "MiB")
     return fig
@@ -785,46 +797,6 @@ def error_against_spread(stds, seed: int = 3, n_q: int = 64, n_k: int = 256, d: 
             errors[fmt].append(out_err)
         largest.append(float(np.abs(scale * (Q @ K.T)).max()))
     return {k: np.array(v) for k, v in errors.items()}, np.array(largest)
-
-
-def peaky_rows(
-    stds, threshold: float = 0.9, seed: int = 3, n_q: int = 64, n_k: int = 256, d: int = 64
-):
-    """The share of rows whose largest weight is above ``threshold``, for each spread.
-
-    The same draw and scaling as :func:`error_against_spread`: ``softmax(Q Kᵀ · c)`` with
-    ``c`` chosen so that the scores' standard deviation is each entry of ``stds``. A row
-    with a weight near 1 is nearly one-hot, and its weights hardly move when a score does.
-
-    Shapes: ``stds`` 1-D; returns an array of shares, one per spread.
-    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
-    """
-    Q, K, _ = grid_qkv(seed, n_q, n_k, d)
-    raw = Q @ K.T
-    shares = [
-        float((softmax(raw * (std / raw.std())).max(axis=-1) > threshold).mean())
-        for std in np.asarray(stds, dtype=float)
-    ]
-    return np.array(shares)
-
-
-def largest_weight(stds, seed: int = 3, n_q: int = 64, n_k: int = 256, d: int = 64):
-    """The largest weight in any row, for each spread of the scores.
-
-    Formula: ``max_ij softmax(Q Kᵀ · c)_ij``, with the same draw and scaling as
-    :func:`error_against_spread` (``c`` chosen so that the scores' standard deviation is
-    each entry of ``stds``). Near 1/n_k when every row is flat, near 1 once some row puts
-    nearly all its weight on one key: from there its rounding errors no longer cancel over
-    many keys, and the largest output error grows only in step with the spread.
-
-    Shapes: ``stds`` 1-D; Q (n_q, d), K (n_k, d); returns one weight per spread.
-    Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
-    """
-    Q, K, _ = grid_qkv(seed, n_q, n_k, d)
-    raw = Q @ K.T
-    return np.array(
-        [float(softmax(raw * (std / raw.std())).max()) for std in np.asarray(stds, dtype=float)]
-    )
 
 
 def plot_error_against_spread(stds, errors, largest=None):

@@ -438,21 +438,45 @@ def reach(M: np.ndarray, layers: int) -> np.ndarray:
     return reached
 
 
+def _then(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """The boolean product: ``(A @ B) > 0``, in floats, which BLAS multiplies fast and which
+    count paths exactly (a count of at most ``n`` paths, each 0 or 1 times 0 or 1)."""
+    return (A.astype(np.float64) @ B.astype(np.float64)) > 0
+
+
 def layers_to_connect(M: np.ndarray) -> int | None:
     """The fewest layers after which every token can have reached every other; None if never.
 
     The smallest ``L`` with ``reach(M, L)`` all True. A path between two of ``n`` tokens
     never needs more than ``n`` steps, so if ``n`` layers do not connect them, none will.
+    When every token reads itself, ``reach(M, L)`` only grows with ``L``, and ``L`` is
+    found by doubling: ``reach(M, 2L)`` is ``reach(M, L)`` times itself, so about
+    ``2 log2 n`` products replace up to ``n``.
 
     Shapes: bool ``(n, n)`` → an int or None. Lesson: ``notebooks/09_attention_family.ipynb``.
     """
-    step = np.asarray(M, dtype=bool).astype(np.int64)
-    reached = step > 0
-    for layers in range(1, len(step) + 1):
-        if reached.all():
-            return layers
-        reached = (reached.astype(np.int64) @ step) > 0
-    return None
+    step = np.asarray(M, dtype=bool)
+    n = len(step)
+    if not np.diagonal(step).all():  # reach may shrink as L grows: try every L in turn
+        each = step
+        for layers in range(1, n + 1):
+            if each.all():
+                return layers
+            each = _then(each, step)
+        return None
+    powers = [step]  # powers[k] = reach(M, 2^k)
+    while 2 ** (len(powers) - 1) < n and not powers[-1].all():
+        powers.append(_then(powers[-1], powers[-1]))
+    if not powers[-1].all():
+        return None
+    # The largest L whose reach is not yet full, built from the largest power down.
+    reached: np.ndarray | None = None
+    layers = 0
+    for k in reversed(range(len(powers))):
+        longer = powers[k] if reached is None else _then(reached, powers[k])
+        if not longer.all():
+            reached, layers = longer, layers + 2**k
+    return layers + 1
 
 
 def masked_softmax_rows(S: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -182,7 +182,7 @@ def plot_heads(Q, weights, merged, suptitle: str = ""):
             fontsize=9,
         )
         for h in range(1, n_heads):
-            ax.axvline(h * d_head - 0.5, color="white", lw=2.5)
+            ax.axvline(h * d_head - 0.5, color="k", lw=1.5)  # white vanishes in pale cells
         ax.set_ylabel("token")
     for h in range(n_heads):
         ax = axs[h + 1]

@@ -77,27 +77,39 @@ def linear_attention_quadratic(Q, K, V, mask=None) -> np.ndarray:
     return linear_attention_weights(Q, K, mask) @ np.asarray(V, dtype=float)
 
 
+def linear_attention_step(S, z, q, k, v):
+    """One token of causal linear attention: the state in, the new state and one row out.
+
+    ``S_i = S_{i−1} + φ(k_i) v_iᵀ`` (a ``(d_k, d_v)`` matrix), ``z_i = z_{i−1} + φ(k_i)``
+    (``d_k`` numbers), then ``o_i = φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i``, with φ = :func:`elu_feature`.
+    Token i goes in before o_i is read, as query i may see key i. New arrays are returned;
+    the S and z given stay as they were. ``O(d_k d_v)`` per token, whatever came before.
+
+    Shapes: ``S (d_k, d_v)``, ``z (d_k,)``, ``q``, ``k (d_k,)``, ``v (d_v,)`` →
+    ``(S (d_k, d_v), z (d_k,), o (d_v,))``. Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    phi_k, phi_q = elu_feature(k), elu_feature(q)
+    S = S + np.outer(phi_k, v)
+    z = z + phi_k
+    return S, z, phi_q @ S / (phi_q @ z)
+
+
 def causal_linear_attention(Q, K, V) -> np.ndarray:
-    """Causal linear attention as a recurrence: one fixed-size state, updated token by token.
+    """Causal linear attention: :func:`linear_attention_step` over the tokens, from
+    ``S = 0`` and ``z = 0`` (sums over no token yet).
 
-    ``S_i = S_{i−1} + φ(k_i) v_iᵀ`` (a ``(d_k, d_v)`` matrix) and ``z_i = z_{i−1} + φ(k_i)``
-    (``d_k`` numbers); then ``o_i = φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i``. This equals
-    :func:`linear_attention_quadratic` with the causal mask ``j ≤ i``, but each token
-    costs ``O(d_k d_v)`` and the state never grows with ``n`` (Katharopoulos et al. 2020).
-
-    Shapes: ``Q``, ``K (n, d_k)``, ``V (n, d_v)`` → ``(n, d_v)``.
+    Equals :func:`linear_attention_quadratic` with the causal mask ``j ≤ i``, but each
+    token costs ``O(d_k d_v)`` and the state never grows with ``n`` (Katharopoulos et al.
+    2020). Shapes: ``Q``, ``K (n, d_k)``, ``V (n, d_v)`` → ``(n, d_v)``.
     Lesson: ``notebooks/10_in_practice.ipynb``.
     """
-    phi_q, phi_k = elu_feature(Q), elu_feature(K)
     V = np.asarray(V, dtype=float)
-    state = np.zeros((phi_k.shape[1], V.shape[1]))  # S: every key and value so far, summed
-    normaliser = np.zeros(phi_k.shape[1])  # z: every key so far, summed
-    out = np.empty((len(phi_q), V.shape[1]))
-    for i in range(len(phi_q)):
-        state += np.outer(phi_k[i], V[i])
-        normaliser += phi_k[i]
-        out[i] = phi_q[i] @ state / (phi_q[i] @ normaliser)
-    return out
+    S, z = np.zeros((np.shape(K)[1], V.shape[1])), np.zeros(np.shape(K)[1])
+    rows = []
+    for q, k, v in zip(np.asarray(Q, dtype=float), np.asarray(K, dtype=float), V, strict=True):
+        S, z, o = linear_attention_step(S, z, q, k, v)
+        rows.append(o)
+    return np.array(rows).reshape(len(V), V.shape[1])
 
 
 def linear_costs(n, d: int) -> dict[str, np.ndarray]:
@@ -319,3 +331,44 @@ def sdpa_choice(kwargs: dict) -> str | None:
         return SDPBackend(choose(**kwargs)).name.lower()
     except (TypeError, ValueError, RuntimeError, AttributeError):
         return None
+
+
+def sdpa_allocations(backend: str, n: int, d: int = 64) -> list[tuple[str, float]] | None:
+    """What one call of ``F.scaled_dot_product_attention`` allocates, with only ``backend``
+    allowed ("math" or "flash_attention"; needs torch): a list of (operation, MiB), one
+    entry per operation that allocated memory itself, largest first.
+
+    The call is self-attention on one ``(1, 1, n, d)`` float32 input, under PyTorch's
+    profiler (``profile_memory=True``); each entry is an operation's own allocation
+    (``self_cpu_memory_usage``, its children's not counted). The math backend's ``n × n``
+    scores and weights are ``n² · 4`` bytes each (64 MiB at n = 4096), the output
+    ``n · d · 4``. Measured on one thread, so that the flash backend's per-thread buffers
+    do not depend on the machine. None where this PyTorch's profiler cannot measure it.
+
+    Lesson: ``notebooks/10_in_practice.ipynb`` (why the backend matters).
+    """
+    import os
+
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    # Without this, the profiler writes a line to stderr at each start and stop.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+    x = torch.randn(1, 1, n, d, generator=torch.Generator().manual_seed(0))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        # The legacy profiler: torch.profiler's first start can take seconds.
+        with (
+            sdpa_kernel(getattr(SDPBackend, backend.upper())),
+            torch.autograd.profiler.profile(profile_memory=True, use_kineto=False) as prof,
+        ):
+            F.scaled_dot_product_attention(x, x, x)
+        found = [(e.name, e.self_cpu_memory_usage / 2**20) for e in prof.function_events]
+    except (TypeError, RuntimeError, AttributeError, KeyError):
+        return None
+    finally:
+        torch.set_num_threads(threads)
+    found = sorted(((name, mib) for name, mib in found if mib > 0), key=lambda e: -e[1])
+    return found or None

@@ -481,7 +481,9 @@ def uniform_divisor(d_k: int) -> float:
 # How three common recipes initialise a projection W of shape (d_in, d_out): name → a
 # function (rng, d_in, shape) drawing it.
 INITIALISATIONS = {
-    "unit variance, N(0, 1/d)": lambda rng, d_in, shape: rng.normal(0, 1 / np.sqrt(d_in), shape),
+    # LeCun normal, the default of Flax's nn.Dense (which truncates the normal and keeps
+    # its variance 1/d_in): q = xW then has unit variance.
+    "LeCun normal, N(0, 1/d)": lambda rng, d_in, shape: rng.normal(0, 1 / np.sqrt(d_in), shape),
     # PyTorch's default for nn.Linear, kaiming_uniform with a = √5: U(−1/√d_in, 1/√d_in),
     # whose variance is (2/√d_in)²/12 = 1/(3 d_in).
     "PyTorch nn.Linear, U(±1/√d)": lambda rng, d_in, shape: rng.uniform(

@@ -204,8 +204,10 @@ class MaskBuilder(CourseWidget):
     of its mask that differ from the mask without padding), ``"padding_weight"``
     (the largest weight on a padding key, in any row), ``"padding_weight_real"`` and
     ``"padding_weight_padding"`` (the same, in the real queries' rows only and in the
-    padding queries' rows only) and ``"empty_rows"`` (rows with no allowed key, whose
-    weights are all 0).
+    padding queries' rows only), ``"empty_rows"`` (rows with no allowed key, whose
+    weights are all 0) and ``"real_vs_unpadded"`` (the largest difference between the
+    real queries' weights on the real keys and the weights of the same real tokens run
+    alone, without padding, under the same causal setting).
     """
 
     ncols = MASK_SEQUENCES + 1
@@ -332,6 +334,17 @@ class MaskBuilder(CourseWidget):
         in_real = float(on_padding[~padded].max()) if padded.any() else 0.0
         in_padding = float(on_padding[padded].max()) if padded.any() else 0.0
         empty = np.flatnonzero(~mask[sequence].any(axis=1))
+        # The same real tokens alone, with no padding at all: what the real rows should be.
+        alone = X[real[sequence]]
+        _, unpadded = attention(
+            alone @ self.W_QK[0],
+            alone @ self.W_QK[1],
+            alone,
+            mask=causal_mask(L[sequence]) if causal else None,
+            return_weights=True,
+        )
+        kept = weights[np.ix_(real[sequence], real[sequence])]
+        real_vs_unpadded = float(np.abs(kept - unpadded).max())
         self.shown = {
             "mask": mask,
             "real": real,
@@ -341,6 +354,7 @@ class MaskBuilder(CourseWidget):
             "padding_weight_real": in_real,
             "padding_weight_padding": in_padding,
             "empty_rows": empty,
+            "real_vs_unpadded": real_vs_unpadded,
         }
         where = _positions(np.flatnonzero(real[sequence]))
         lines = [
@@ -357,6 +371,10 @@ class MaskBuilder(CourseWidget):
             lines.append(
                 f"Rows with no allowed key: {_positions(empty)} (their weights are all 0)."
             )
+        lines.append(
+            f"Real queries' weights on real keys, against the same tokens without padding: "
+            f"largest difference {real_vs_unpadded:.2f}."
+        )
         self.readout.value = " ".join(lines)
 
 

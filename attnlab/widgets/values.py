@@ -321,8 +321,7 @@ class QKVExplorer(CourseWidget):
             return f"<tr><th style='text-align:left'>{title}</th>{cells}</tr>"
 
         terms = " + ".join(
-            f"{w:.2f}·v<sub>{html.escape(k)}</sub>"
-            for w, k in zip(self.weights[i], self.labels, strict=True)
+            f"{w:.2f}·{_value_name(k)}" for w, k in zip(self.weights[i], self.labels, strict=True)
         )
         out = ", ".join(f"{z:.3f}" for z in self.out[i])
         weight = "weight" if self.factor == 1 else f"weight (scores × {self.factor:.3g})"
@@ -376,6 +375,13 @@ def _matrix(x: Any, name: str) -> np.ndarray:
     if problem:
         raise ValueError(problem)
     return arr
+
+
+def _value_name(label: str) -> str:
+    """Token ``label``'s value row in HTML: v<sub>dog</sub>, and v<sub>2</sub> (not v<sub>v2</sub>)
+    for a label that already names a value row."""
+    named = re.fullmatch(r"v(\d+)", label)
+    return f"v<sub>{named.group(1) if named else html.escape(label)}</sub>"
 
 
 def qkv_explorer(

@@ -31,6 +31,7 @@ LARGEST_D_K = 4096
 START_D_K = 16  # where the slider starts, when it is on the slider: both panels show an effect
 SAMPLES_RANGE = (100, 100_000)
 RAW_BINS = 80
+TOP_ROOM = 1.3  # the left panel's height, as a multiple of the tallest normal curve's peak
 ROW_KEYS = 256  # the right panel: ROW_COUNT fixed queries, each against the same
 ROW_COUNT = 200  # ROW_KEYS fixed keys, and the largest softmax weight of each row
 # The largest weight of a row of ROW_KEYS lies between 1/ROW_KEYS (an even spread) and 1:
@@ -67,6 +68,21 @@ def _raw_limit(largest_d_k: int) -> float:
     return float(max(10.0, np.ceil(3.5 * np.sqrt(largest_d_k) / 10.0) * 10.0))
 
 
+def _raw_edges(d_k: int, limit: float, dist: str) -> np.ndarray:
+    """The left panel's bin edges at ``d_k``, from ``-limit`` to ``limit``.
+
+    ±1 entries give whole-number scores of d_k's parity, 2 apart: one bin of width 2
+    around each, so no bin is empty by construction. Other entries: ``RAW_BINS`` bins, or
+    finer ones a quarter of √d_k wide when those are narrower, so that a narrow histogram
+    (d_k = 1's sharp peak at 0) is not averaged away in one coarse bar.
+    """
+    if dist == "rademacher":
+        first = -limit - 1 if (limit + d_k) % 2 == 0 else -limit  # an edge between two scores
+        return np.arange(first, limit + 1.5, 2.0)
+    bins = max(RAW_BINS, int(np.ceil(2 * limit / (np.sqrt(d_k) / 4))))
+    return np.linspace(-limit, limit, bins + 1)
+
+
 class VarianceExplorer(CourseWidget):
     """Left: a histogram of q·k for the d_k on the slider. Right: what softmax makes of
     such scores, over ``ROW_COUNT`` rows, divided by 1, by √d_k and by d_k.
@@ -78,7 +94,8 @@ class VarianceExplorer(CourseWidget):
     entries, so the slider changes d_k, not the rows. ``frames`` maps each d_k to what the
     view shows there, computed once. ``shown``: ``"d_k"``, ``"raw_std"`` (the standard
     deviation of the samples shown, kept for checking, not drawn), ``"raw"`` (the
-    histogram's bar heights, a density on one y-axis shared by every d_k), and for each
+    histogram's bar heights, a density on one y-axis shared by every d_k) and
+    ``"raw_edges"`` (its bin edges, finer at small d_k: see ``_raw_edges``), and for each
     divisor label ``L`` of ``DIVISORS`` (``"raw"``: ÷ 1, ``"scaled"``: ÷ √d_k,
     ``"over_dk"``: ÷ d_k): ``"top_L"`` (the largest weight of each row of
     ``softmax(q·k_j / divisor)``, shape ``(ROW_COUNT,)``), ``"top_hist_L"`` (the share of
@@ -102,17 +119,18 @@ class VarianceExplorer(CourseWidget):
         self.d_ks = sorted(samples)
         self.start = start
         self.raw_limit = _raw_limit(self.d_ks[-1])
-        raw_edges = np.linspace(-self.raw_limit, self.raw_limit, RAW_BINS + 1)
         # Everything the slider shows is computed here, once.
         self.frames: dict[int, dict[str, Any]] = {}
         Q, K = rows
         for d, s in samples.items():
+            raw_edges = _raw_edges(d, self.raw_limit, dist)
             raw_counts, _ = np.histogram(s, bins=raw_edges)
             scores = Q[:, :d] @ K[:, :d].T  # ROW_COUNT rows of q·k_j, one per query
             frame: dict[str, Any] = {
                 "d_k": d,
                 # A density on one shared axis: the peak drops like 1/√d_k as it widens.
                 "raw": raw_counts / (s.size * np.diff(raw_edges)),
+                "raw_edges": raw_edges,
                 "raw_std": float(np.std(s, ddof=1)),
             }
             divisors = {"raw": 1.0, "scaled": np.sqrt(d), "over_dk": float(d)}
@@ -124,12 +142,10 @@ class VarianceExplorer(CourseWidget):
                 frame[f"median_top_{label}"] = float(np.median(top))
                 frame[f"above_half_{label}"] = float(np.mean(top > 0.5))
             self.frames[d] = frame
-        # The left axes fit every frame: ±1 entries at d_k = 1 put all the samples in two
-        # tall bins, above the normal curve's peak.
-        self.top = 1.1 * max(
-            max(float(f["raw"].max()) for f in self.frames.values()),
-            1 / np.sqrt(2 * np.pi * self.d_ks[0]),
-        )
+        # The left axes fit the tallest normal curve with room above it. A histogram may
+        # rise higher (a single product XY peaks far above the curve at 0): it is cut at
+        # the top, and the readout gives its height.
+        self.top = TOP_ROOM / np.sqrt(2 * np.pi * self.d_ks[0])
         super().__init__()
 
     def make_controls(self) -> dict[str, Any]:
@@ -205,7 +221,7 @@ class VarianceExplorer(CourseWidget):
 
     def update(self, d_k: int) -> None:
         frame = self.frames[d_k]
-        self.raw_hist.patch.set_data(frame["raw"])
+        self.raw_hist.patch.set_data(frame["raw"], frame["raw_edges"])
         self.raw_curve.set_ydata(self._normal(d_k))
         for bars, (key, _, _) in zip(self.row_bars, DIVISORS, strict=True):
             for bar, share in zip(bars.patches, frame[f"top_hist_{key}"], strict=True):
@@ -215,9 +231,15 @@ class VarianceExplorer(CourseWidget):
             f"\n÷ d_k {frame['median_top_over_dk']:.3f}"
         )
         self.shown = dict(frame)
+        peak = float(frame["raw"].max())
+        cut = (
+            f" The histogram's peak, {peak:.2f}, is cut off at the top of the plot."
+            if peak > self.top
+            else ""
+        )
         self.readout.value = (
             f"d_k = {d_k}. Left: {self.n_samples} dot products per d_k (entries "
-            f"{DISTRIBUTION_LABELS[self.dist]}, mean 0, variance 1). Right: {ROW_COUNT} fixed "
+            f"{DISTRIBUTION_LABELS[self.dist]}, mean 0, variance 1).{cut} Right: {ROW_COUNT} fixed "
             f"queries, each against the same {ROW_KEYS} fixed keys (the first d_k entries of "
             f"each vector); the largest softmax weight of each row, from 1/{ROW_KEYS} (an even "
             f"spread) to 1; dotted: 0.5. Rows whose largest weight is above 0.5: "
@@ -248,8 +270,10 @@ def variance_explorer(
     rows for each divisor.
 
     The left panel keeps fixed axes, wide enough for the largest d_k and tall enough
-    for the smallest: each histogram is a density, so as it widens like √d_k its peak
-    drops like 1/√d_k (the curve is the normal density with standard deviation √d_k).
+    for the normal curve of the smallest: each histogram is a density, so as it widens
+    like √d_k its peak drops like 1/√d_k (the curve is the normal density with standard
+    deviation √d_k). At small d_k the bins are a quarter of √d_k wide, so the sharp peak
+    of a single product shows; where it rises above the top, the readout gives its height.
     The right panel shows what softmax makes of such scores: 200 fixed queries, each
     against the same 256 fixed keys, and a histogram (log scale, from 1/256 to 1) of each
     row's largest weight, of ``softmax(q·k_j)``, ``softmax(q·k_j / √d_k)`` and

@@ -56,7 +56,7 @@ CLASSIC_MISTAKES = {
     "attention_by_hand": ("[2, -1, -2]) / np.sqrt(4)", "[2, -1, -2])"),  # unscaled scores
     "longest_sequence": ("memory_bytes // bytes_per_number", "memory_bytes"),  # bytes as numbers
     "multi_head_attention": (".reshape(n, d_model) @ W_O", ".reshape(n, d_model)"),  # no W_O
-    "relative_bias": ("i[None, :] + n - 1", "i[None, :]"),  # i - j alone: negatives wrap
+    "alibi_biases": ("np.arange(1, H + 1)", "np.arange(H)"),  # heads counted from 0
     "linear_attention": ("phi_k.sum(axis=0)", "phi_k.mean(axis=0)"),  # a mean: rows n_k times off
     "softmax_backward": ("p * (grad_p - dot)", "p * grad_p"),  # the row term forgotten
 }
