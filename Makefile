@@ -83,9 +83,9 @@ typecheck: env
 JOBS ?= auto
 PARALLEL := $(if $(filter 1,$(JOBS)),,-n $(JOBS) --dist loadscope)
 
-## unit and property tests (tests/, without the browser test)
+## unit and property tests (tests/, without the browser test); the slowest 15 are listed
 unit: env
-	@$(PYTEST) $(PARALLEL) tests --ignore=tests/browser --ignore=tests/website --ignore=tests/wheel --ignore=tests/hub || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
+	@$(PYTEST) $(PARALLEL) --durations=15 tests --ignore=tests/browser --ignore=tests/website --ignore=tests/wheel --ignore=tests/hub || { rc=$$?; [ $$rc -ne 5 ] || echo "ERROR: no tests were collected"; exit $$rc; }
 
 ## run every lesson notebook and compare its outputs (nbval)
 nbval: env

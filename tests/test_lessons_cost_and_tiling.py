@@ -864,11 +864,40 @@ def test_a_maximum_found_before_the_sums_is_a_second_pass(find_max, phrase):
     assert phrase in result.message, result.message
 
 
-def _converted_first(answer):
+def _converted_first(answer, convert=np.ascontiguousarray):
     def converted(scores, block_size):
-        return answer(np.asarray(scores), block_size)
+        return answer(convert(scores), block_size)
 
     return converted
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [  # looked up when called, as in the learner's code
+        lambda s: np.asarray(s),
+        lambda s: np.asarray(s).copy(),
+        lambda s: np.asarray(s, dtype=float),
+        lambda s: np.asarray(s, float),
+        lambda s: np.array(s, dtype=np.float64),
+        lambda s: np.array(s),
+    ],
+)
+def test_an_answer_that_converts_scores_with_np_asarray_or_np_array_is_still_followed(convert):
+    # np.asarray(scores) is a reflex the course's own code teaches: it must not hide the reads.
+    assert check("online_softmax", _converted_first(solutions.online_softmax, convert)).passed
+    result = check("online_softmax", _converted_first(_plain_softmax, convert))
+    assert not result.passed
+    assert "10 scores at once" in result.message, result.message
+    two_pass = _row_max_then_block_sums(_blockwise_max)
+    result = check("online_softmax", _converted_first(two_pass, convert))
+    assert not result.passed
+    assert "in two passes over the row" in result.message, result.message
+
+
+def test_np_asarray_and_np_array_are_restored_after_the_check():
+    asarray, array = np.asarray, np.array
+    check("online_softmax", _converted_first(solutions.online_softmax, lambda s: np.asarray(s)))
+    assert np.asarray is asarray and np.array is array
 
 
 @pytest.mark.parametrize(
@@ -877,7 +906,6 @@ def _converted_first(answer):
         _converted_first(_plain_softmax),  # no blocks at all
         _converted_first(_row_max_then_block_sums(_blockwise_max)),  # two passes
         _converted_first(solutions.online_softmax),  # one pass, but hidden
-        lambda s, b: solutions.online_softmax(np.array(s, dtype=float), b),
     ],
 )
 def test_an_answer_that_converts_scores_first_is_asked_to_work_on_them_directly(answer):

@@ -323,3 +323,13 @@ def test_the_symmetrised_sum_is_named_and_the_expected_matrix_is_hidden():
     assert not result.passed
     assert "you added W_Q W_Kᵀ and its transpose" in result.message
     assert "Expected" not in result.message
+
+
+def test_a_sum_over_the_keys_is_not_called_a_missing_key():
+    def over_keys(x_new, K_cache, W_Q, W_K):  # axis 0 runs over the keys, not along one
+        return (np.vstack([K_cache, x_new @ W_K]) * (x_new @ W_Q)).sum(axis=0)
+
+    result = check("new_token_scores", over_keys)
+    assert not result.passed
+    assert "added up over the keys (axis 0)" in result.message
+    assert "new token's own key" not in result.message

@@ -604,6 +604,9 @@ def _layers_loop(start_with_identity=False, extra=0):
         (lambda M, L: np.linalg.matrix_power(M.T.astype(int), L) > 0, "the transpose"),
         (lambda M, L: M**L, "the mask itself, whatever L is"),
         (lambda M, L: M * L > 0, "the mask itself, whatever L is"),
+        # L ignored altogether gives the same result: the message asks about L first
+        (lambda M, L: M, "Does your code use L at all?"),
+        (lambda M, L: M | M, "entry by entry"),
         (lambda M, L: M @ M, "what two layers reach, whatever L is"),
         # counts of the wrong power: no slip names both, the hint points at the counts
         (lambda M, L: np.linalg.matrix_power(M.astype(int), L + 1), "numbers up to"),
@@ -696,6 +699,7 @@ def _alibi_in_zeros_like_the_distances(n, H):
     [
         ("alibi_biases", _alibi_in_zeros_like_the_distances),
         ("alibi_biases", lambda n, H: solutions.alibi_biases(n, H).astype(np.int32)),
+        ("rope", lambda X, start=0: solutions.rope(X, start).astype(int)),
     ],
 )
 def test_biases_stored_in_an_integer_array_are_named_not_called_a_placeholder(exercise, answer):
@@ -744,6 +748,23 @@ def test_alibi_biases_of_the_wrong_shape_get_the_broadcasting_question(answer, s
     assert not result.passed
     assert f"returned {shape}" in result.message
     assert get_exercise("alibi_biases").checker.shape_hint in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "named"),
+    [
+        # the heads on the last axis: the message says where the heads go, once
+        (lambda n, H: np.moveaxis(solutions.alibi_biases(n, H), 0, -1), "on the last axis"),
+        # one head short: not a broadcasting fault at all
+        (lambda n, H: solutions.alibi_biases(n, H)[:-1], "one head short"),
+    ],
+)
+def test_a_named_wrong_shape_is_not_followed_by_the_broadcasting_paragraph(answer, named):
+    result = check("alibi_biases", answer)
+    assert not result.passed
+    assert named in result.message
+    assert get_exercise("alibi_biases").checker.shape_hint not in result.message
+    assert result.message.count("Broadcasting lines shapes up") <= 1
 
 
 def _rope_written_as(

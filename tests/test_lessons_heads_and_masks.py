@@ -514,7 +514,8 @@ def test_correct_kv_cache_bytes_answers_pass(answer):
         (lambda L, T, H, Hkv, d, b: 2 * L * T * H * Hkv * d * b, "both n_heads and n_kv_heads"),
         (lambda L, T, H, Hkv, d, b: 2 * T * Hkv * d * b, "You counted one layer"),
         (lambda L, T, H, Hkv, d, b: 2 * L * T * Hkv * d, "counted numbers, not bytes"),
-        (lambda L, T, H, Hkv, d, b: 3 * L * T * Hkv * d * b, "1.5 times the right one"),
+        (lambda L, T, H, Hkv, d, b: 3 * L * T * Hkv * d * b, "Queries are not cached"),
+        (lambda L, T, H, Hkv, d, b: (2 * Hkv + H) * L * T * d * b, "cached the queries too"),
     ],
 )
 def test_classic_kv_cache_mistakes_fail_and_are_named(factor, phrase):

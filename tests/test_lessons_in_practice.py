@@ -115,7 +115,9 @@ def test_linear_weights_cannot_become_one_hot(rng):
 def test_linear_costs():
     c = in_practice.linear_costs(np.array([10, 100]), 8)
     np.testing.assert_array_equal(c["quadratic_madds"], [1600, 160000])
-    np.testing.assert_array_equal(c["linear_madds"], [2 * 10 * 64 + 160, 2 * 100 * 64 + 1600])
+    # the normalisers are left out of both orders alike: the ratio is n / d
+    np.testing.assert_array_equal(c["linear_madds"], [2 * 10 * 64, 2 * 100 * 64])
+    np.testing.assert_array_equal(c["quadratic_madds"] / c["linear_madds"], [10 / 8, 100 / 8])
     # the quadratic order holds φ(Q) (n, d) too: at n = 4 < d it is the largest array
     np.testing.assert_array_equal(
         in_practice.linear_costs(np.array([4]), 8)["quadratic_largest"], [32]
@@ -435,6 +437,26 @@ def test_a_bool_mask_read_as_ignore_is_named_whatever_the_causal_path(own_causal
     assert result.message.startswith(ex.SDPA_MISTAKES[0].message), result.message
 
 
+@pytest.mark.parametrize("causal_path", ["adds it too", "hides with -inf"])
+def test_a_bool_mask_added_as_numbers_is_named_whatever_the_causal_path(causal_path):
+    # No branch on the dtype: every attn_mask is added, so True adds 1. The causal mask may
+    # be added the same way (a slip of the reference) or hidden with −∞ (no single slip).
+    def adds_every_mask(q, k, attn_mask=None, is_causal=False, scale=None):
+        S = q @ np.swapaxes(k, -1, -2) * (q.shape[-1] ** -0.5 if scale is None else scale)
+        causal = attnlab.causal_mask(*S.shape[-2:])
+        if is_causal and causal_path == "adds it too":
+            S = S + causal
+        elif is_causal:
+            S = np.where(causal, S, -np.inf)
+        if attn_mask is not None:
+            S = S + attn_mask
+        return attnlab.softmax(S)
+
+    result = check("sdpa_weights", adds_every_mask)
+    assert not result.passed
+    assert result.message.startswith(ex._BOOL_ADDED), result.message
+
+
 def test_sdpa_weights_with_k_T_or_a_missing_option_gets_a_specific_hint():
     def k_t(q, k, attn_mask=None, is_causal=False, scale=None):
         return attnlab.softmax(q @ k.T)
@@ -587,6 +609,25 @@ def test_a_failed_step_shows_the_stacked_rows():
     assert "\nExpected, " in message and "\nYour `linear_attention_step` returned, " in message
 
 
+@pytest.mark.parametrize("readout", ["v_i", "0.9 of the row"])
+def test_a_wrong_readout_from_the_right_state_is_told_the_state_is_right(readout):
+    # S and z updated right, o_i not read from them: rows of v_i look like a state reset at
+    # every step, but the state says otherwise.
+    def step(S, z, q, k, v):
+        fq, fk = ex.elu_feature(q), ex.elu_feature(k)
+        S, z = S + np.outer(fk, v), z + fk
+        return S, z, v if readout == "v_i" else 0.9 * (fq @ S) / (fq @ z)
+
+    result = check("linear_attention_step", step)
+    assert not result.passed
+    assert result.message.startswith(ex._READ_NOT_FROM_STATE), result.message
+
+
+def test_a_state_reset_at_every_step_is_still_named():
+    reset = dict(ex.CAUSAL_SLIPS)[ex._STATE_RESET]
+    assert check("linear_attention_step", reset).message.startswith(ex._STATE_RESET)
+
+
 def test_reading_before_the_update_with_a_guard_is_named():
     # The read-before-update slip, with an empty state special-cased so that no NaN shows it.
     def guarded(S, z, q, k, v):
@@ -621,6 +662,23 @@ def test_a_return_without_the_state_is_named(returned, words):
 
     message = check("linear_attention_step", answer).message
     assert words in message and "`return S, z, o`" in message and message.rstrip().endswith("?")
+
+
+@pytest.mark.parametrize(
+    ("reorder", "said"),
+    [(lambda S, z, o: (S, o, z), "S, o, z"), (lambda S, z, o: (z, S, o), "z, S, o"),
+     (lambda S, z, o: (o, S, z), "o, S, z")],
+)  # fmt: skip
+def test_a_return_in_another_order_is_named(reorder, said):
+    # The first case has d_k ≠ d_v, so the shapes tell S, z and o apart; the message is
+    # about the order, not about the outer product the shape hint asks after.
+    def answer(S, z, q, k, v):
+        return reorder(*solutions.linear_attention_step(S, z, q, k, v))
+
+    message = check("linear_attention_step", answer).message
+    assert f"returned {said}, in that order" in message, message
+    assert "`return S, z, o`" in message and "(d_k, d_v)?" not in message
+    assert message.rstrip().endswith("?")
 
 
 def test_an_outer_product_the_wrong_way_round_gets_the_shape_hint():
@@ -684,3 +742,72 @@ def test_sdpa_allocations_see_the_math_backends_two_matrices():
     matrix = 1024 * 1024 * 4 / 2**20  # one (1024, 1024) float32 matrix
     assert [mib for _, mib in math][:2] >= [0.9 * matrix] * 2  # the scores and the weights
     assert sum(mib for _, mib in flash) < 1
+
+
+def test_read_back_softmax_finds_every_value_and_linear_spreads_its_weight():
+    ns = np.array([4, 16, 64])
+    found = in_practice.read_back(ns, c=64, seed=3)
+    assert (found["softmax_right"] == 1).all() and (found["softmax_weight"] > 0.99).all()
+    assert (found["linear_weight"] * ns < 2).all() and (np.diff(found["linear_weight"]) < 0).all()
+    assert set(found) == {"softmax_right", "softmax_weight", "linear_right", "linear_weight"}
+
+
+@pytest.mark.parametrize("own_softmax", [False, True])
+def test_a_strict_causal_rule_is_named_whatever_the_softmax_makes_of_query_0(own_softmax):
+    # j < i leaves query 0 no key: attnlab's softmax gives a row of zeros, a hand-written
+    # one 0/0. Neither is the after-the-softmax slip, nor a generic NaN.
+    def strict(q, k, attn_mask=None, is_causal=False, scale=None):
+        S = q @ np.swapaxes(k, -1, -2) * (q.shape[-1] ** -0.5 if scale is None else scale)
+        if is_causal:
+            i, j = np.arange(S.shape[-2])[:, None], np.arange(S.shape[-1])[None, :]
+            attn_mask = j < i
+        if attn_mask is not None and attn_mask.dtype == bool:
+            S = np.where(attn_mask, S, -np.inf)
+        elif attn_mask is not None:
+            S = S + attn_mask
+        if not own_softmax:
+            return attnlab.softmax(S)
+        with np.errstate(invalid="ignore"):
+            e = np.exp(S - S.max(axis=-1, keepdims=True))
+            return e / e.sum(axis=-1, keepdims=True)
+
+    result = check("sdpa_weights", strict)
+    assert not result.passed
+    assert result.message.startswith(ex._STRICT_CAUSAL), result.message
+
+
+def test_a_default_scale_written_as_a_number_fails():
+    # Every case once had d_k = 4, where 0.5 is 1/√d_k.
+    def fixed(q, k, attn_mask=None, is_causal=False, scale=None):
+        return in_practice.sdpa_weights(q, k, attn_mask, is_causal, 0.5 if scale is None else scale)
+
+    assert not check("sdpa_weights", fixed).passed
+
+
+def test_a_division_before_a_matmul_is_told_about_precedence():
+    def linear(Q, K, V):
+        fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+        return fq @ (fk.T @ V) / fq @ fk.sum(axis=0)
+
+    def step(S, z, q, k, v):
+        S, z = S + np.outer(ex.elu_feature(k), v), z + ex.elu_feature(k)
+        return S, z, ex.elu_feature(q) @ S / ex.elu_feature(q) @ z
+
+    for exercise, answer in (("linear_attention", linear), ("linear_attention_step", step)):
+        message = check(exercise, answer).message
+        assert "`/` and `@` bind equally tightly" in message, message
+        assert "(d_k, d_v)?" not in message and "Write down the shape" not in message
+    assert not ex._divides_before_matmul("fq @ S / (fq @ z)")
+    assert not ex._divides_before_matmul("S, z, fq @ S / z.sum(), fq @ z")
+    assert ex._divides_before_matmul("o = num / phi(q) @ z")
+
+
+def test_a_shape_slip_in_the_readout_is_not_asked_about_the_outer_product():
+    def readout(S, z, q, k, v):
+        fq, fk = ex.elu_feature(q), ex.elu_feature(k)
+        S, z = S + np.outer(fk, v), z + fk
+        o = fq @ S / (fq * z)
+        return S, z, o
+
+    message = check("linear_attention_step", readout).message
+    assert "the one number φ(q_i)ᵀ z_i" in message and "(d_k, d_v)?" not in message, message

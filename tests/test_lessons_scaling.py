@@ -346,6 +346,7 @@ def test_the_visible_inputs_need_every_temperature_the_hidden_test_needs():
         lesson.temperature_for_entropy(rng.normal(scale=4.0, size=n), target)
         for n, target in [(4, 0.7), (12, 2.0), (30, 0.2)]
     ]
+    hidden.append(lesson.temperature_for_entropy(np.array([0.0, -2.0, -1.0, -800.0]), 0.5))
     assert min(visible) < min(hidden) and max(hidden) < max(visible)
     assert max(visible) > 40  # so a hard-coded 0 … 5 or 0 … 10 fails visibly
 
@@ -476,6 +477,25 @@ def test_a_search_that_stops_too_soon_is_asked_about_its_last_interval():
     assert "smaller" not in message and "lower" not in message
 
 
+def test_a_search_that_stops_well_short_is_still_called_close():
+    # 10 halvings of 0.001 … 1000: τ = 2.44 against 2.04, nearly 20 % off, but it moves with the
+    # target, so it is a search stopped too soon, not a rule.
+    message = check("temperature_for_entropy", lambda s, t: _bisection(s, t, steps=10)).message
+    assert message.startswith("Close") and "stop too early" in message, message
+    assert "rule out a whole range" not in message
+
+
+def test_a_slow_grid_of_temperatures_is_told_why_it_is_slow():
+    def fine_grid(scores, target):
+        taus = np.arange(0.001, 200, 0.001)
+        found = [float(lesson.entropy(attnlab.softmax(scores / tau))) for tau in taus]
+        return taus[int(np.argmin(np.abs(np.array(found) - target)))]
+
+    message = check("temperature_for_entropy", fine_grid, timeout=0.5).message
+    assert "took longer than 0.5 s" in message and "on a fine grid" in message, message
+    assert "a few dozen tries" in message and "Is there an endless loop?" not in message
+
+
 @pytest.mark.parametrize(
     "answer",
     [
@@ -517,6 +537,79 @@ def test_a_temperature_in_an_array_of_one_entry_passes_with_a_note(wrap):
     result = check("temperature_for_entropy", lambda s, t: wrap(_bisection(s, t)))
     assert result.passed, result.message
     assert "return it as such, e.g. `float(tau)`" in result.message
+
+
+def _log_search(scores, target, low, high, h):
+    """A learner's halving on a log scale, with ``h`` their entropy of a row of weights."""
+    for _ in range(100):
+        tau = np.sqrt(low * high)
+        if h(attnlab.softmax(scores / tau)) < target:
+            low = tau
+        else:
+            high = tau
+    return np.sqrt(low * high)
+
+
+def _naive_entropy(p):
+    return -(p * np.log(p)).sum()  # 0 · log 0 = nan
+
+
+def _growing_search(scores, target, h=_naive_entropy):
+    low, high = 1.0, 1.0
+    while h(attnlab.softmax(scores / high)) < target:
+        high *= 10
+    while h(attnlab.softmax(scores / low)) > target:
+        low /= 10
+    return _log_search(scores, target, low, high, h)
+
+
+def _by_the_spread(scores, target, h=lesson.entropy):
+    spread = scores.max() - scores.min()
+    return _log_search(scores, target, spread * 1e-3, spread * 1e3, h)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda s, t: _log_search(s, t, 1e-3, 1e3, _naive_entropy),
+        _growing_search,
+        lambda s, t: _by_the_spread(s, t, _naive_entropy),
+    ],
+)
+def test_a_search_whose_entropy_gives_nan_for_a_zero_weight_is_told_so(answer):
+    # Only the fourth input, [0, -1, -800], has a weight that is exactly 0 near its τ; the
+    # same searches with the course's `entropy` pass (see the test below and _bisection).
+    result = check("temperature_for_entropy", answer)
+    assert not result.passed
+    message = result.message
+    assert "without its score -800 (τ = 0.4297)" in message, message
+    assert "-(p * np.log(p)).sum()" in message and "0 · log 0 as 0" in message
+    assert "800 below the rest" in message
+
+
+def test_a_search_sized_by_the_spread_is_told_the_right_tau_lies_below_it():
+    # The model solution once did this: on [0, -1, -800] its interval starts at 0.8, above
+    # the right τ = 0.43 (set by the top two scores, not by the spread).
+    message = check("temperature_for_entropy", _by_the_spread).message
+    assert "Your τ = 0.8 stays put" in message, message
+    assert "outside your interval, below it" in message and "np.log(p)" not in message
+
+
+def test_a_growing_search_with_the_courses_entropy_passes():
+    result = check("temperature_for_entropy", lambda s, t: _growing_search(s, t, lesson.entropy))
+    assert result.passed, result.message
+
+
+def test_the_solution_finds_tau_when_one_score_lies_far_below_the_rest():
+    for scores, target in [
+        ([0.0, -1.0, -800.0], 0.3),
+        ([2, 0.5, -1, -900], 0.3),
+        ([1, 0, -3000], 0.2),
+    ]:
+        s = np.array(scores, dtype=float)
+        assert solutions.temperature_for_entropy(s, target) == pytest.approx(
+            lesson.temperature_for_entropy(s, target), rel=1e-9
+        )
 
 
 def test_a_search_that_measures_entropy_in_bits_is_told_so():
@@ -659,3 +752,15 @@ def test_largest_jacobian_entry_is_registered_for_lesson_03():
     # Every declared mistake gives other numbers than the reference on some test input.
     for mistake in exercise.JACOBIAN_MISTAKES:
         assert not check("largest_jacobian_entry", mistake.compute).passed
+
+
+def test_the_constant_c_moves_the_crossing_up_or_down_but_keeps_it_near_one_half():
+    # Lesson 03, the widget's c: Var = d_k^(1-2α) / c², the same for every d_k only at α = ½.
+    crossings = {c: lesson.curves_cross(4, 1024, 10, c) for c in (0.5, 1.0, 2.0)}
+    assert all(0.5 <= alpha < 0.54 for alpha, _ in crossings.values())
+    heights = [height for _, height in crossings.values()]
+    assert heights == sorted(heights) and heights[-1] - heights[0] > 0.5
+    np.testing.assert_allclose(
+        lesson.mean_entropy_by_exponent(64, 10, [0.5], c=2.0),
+        lesson.mean_entropy_by_exponent(64, 10, [0.5 + np.log(2.0) / np.log(64)]),
+    )

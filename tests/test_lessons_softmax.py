@@ -338,3 +338,137 @@ def test_qk_norm_scores_beyond_g_are_told_the_range():
     result = attnlab.check("qk_norm_scores", lambda Q, K, g: g * Q @ K.T)
     assert not result.passed
     assert "outside [-g, g] = [-2, 2]" in result.message
+
+
+def _unit(A, axis=-1):
+    return A / np.linalg.norm(A, axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (lambda Q, K, g: g * _unit(Q) @ _unit(K), "without transposing them"),
+        (lambda Q, K, g: g * _unit(Q, None) @ _unit(K).T, "length of the whole matrix Q"),
+        (lambda Q, K, g: g * _unit(Q) @ _unit(K, None).T, "length of the whole matrix K"),
+        (
+            lambda Q, K, g: (
+                g * (Q @ K.T) / (np.linalg.norm(Q, axis=1, keepdims=True) * _lengths_column(K))
+            ),
+            "the key lengths as a row, (1, n_k)",
+        ),
+        (
+            lambda Q, K, g: (
+                g
+                * (Q / np.linalg.norm(Q, 1, axis=1, keepdims=True))
+                @ (K / np.linalg.norm(K, 1, axis=1, keepdims=True)).T
+            ),
+            "the L1 norm",
+        ),
+        (lambda Q, K, g: attnlab.softmax(g * _unit(Q) @ _unit(K).T), "those are attention weights"),
+        (
+            lambda Q, K, g: attnlab.softmax(g * _unit(Q) @ _unit(K).T / np.sqrt(Q.shape[1])),
+            "those are attention weights",
+        ),
+    ],
+)
+def test_qk_norm_scores_slips_are_named(answer, said):
+    result = attnlab.check("qk_norm_scores", answer)
+    assert not result.passed
+    assert said in result.message
+    assert "largest difference" not in result.message
+
+
+def _lengths_column(K):
+    return np.sqrt((K**2).sum(axis=1))[:, None]
+
+
+def _masked_fill_in_place(x, mask):
+    x[~mask] = -np.inf  # writes into the caller's array
+    m = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - np.where(m > -np.inf, m, 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)
+
+
+def test_a_masked_softmax_that_fills_x_by_indexing_is_told_that_this_is_in_place():
+    result = attnlab.check("masked_softmax", _masked_fill_in_place)
+    assert not result.passed
+    assert "changed its input x in place" in result.message
+    assert "`x[~mask] = -np.inf` writes into x as well" in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (lambda x, mask: np.where(mask, x, -np.inf), "returns the masked scores, not weights"),
+        (lambda x, mask: np.where(mask, x, -1e9), "returns the masked scores, not weights"),
+        (lambda x, mask: np.where(mask, np.exp(x), 0.0), "Weights lie between 0 and 1"),
+    ],
+)
+def test_a_masked_softmax_that_forgets_the_softmax_is_told_so(answer, said):
+    with np.errstate(over="ignore"):
+        result = attnlab.check("masked_softmax", answer)
+    assert not result.passed
+    assert said in result.message
+    assert "multiply" not in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (lambda x: x / x.sum(axis=-1, keepdims=True), "the exponential is missing"),
+        (
+            lambda x: (
+                np.exp(x - x.max(axis=-1, keepdims=True)) / np.exp(x).sum(axis=-1, keepdims=True)
+            ),
+            "numerator and denominator",
+        ),
+        (
+            lambda x: (
+                np.exp(x) / np.exp(x - x.max(axis=-1, keepdims=True)).sum(axis=-1, keepdims=True)
+            ),
+            "numerator and denominator",
+        ),
+    ],
+)
+def test_softmax_slips_without_exp_or_with_half_a_shift_are_named(answer, said):
+    with np.errstate(all="ignore"):
+        result = attnlab.check("softmax", answer)
+    assert not result.passed
+    assert said in result.message
+
+
+def _masked_after_softmax_renormalised(x, mask):
+    # The recipe of "Could you mask after the softmax instead?", guarded against 0 / 0.
+    p = attnlab.softmax(x) * mask
+    total = p.sum(axis=-1, keepdims=True)
+    return p / np.where(total > 0, total, 1.0)
+
+
+def test_masking_after_the_softmax_and_renormalising_is_named_as_that_recipe():
+    result = attnlab.check("masked_softmax", _masked_after_softmax_renormalised)
+    assert not result.passed
+    assert "zeroed the blocked weights and divided by the row sum" in result.message
+    assert "Put -inf into the blocked scores first" in result.message
+
+
+def _rms_rows(A):
+    return A / np.sqrt((A**2).mean(axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (lambda Q, K, g: g**2 * _unit(Q) @ _unit(K).T, "is 2 times the right one"),
+        (lambda Q, K, g: 0.5 * g * _unit(Q) @ _unit(K).T, "is 0.5 times the right one"),
+        (
+            lambda Q, K, g: g * _rms_rows(Q) @ _rms_rows(K).T,
+            "as RMSNorm does. That gives every vector length √d",
+        ),
+    ],
+)
+def test_qk_norm_scores_off_by_a_factor_are_told_the_scale_not_the_range(answer, said):
+    result = attnlab.check("qk_norm_scores", answer)
+    assert not result.passed
+    assert said in result.message
+    assert "outside [-g, g]" not in result.message

@@ -186,6 +186,7 @@ def test_right_numbers_pass(value):
         (39.2, "three variances, one each for q, k₁ and k₂"),
         (100, "Not quite"),
         (22.72, "ONE score"),
+        (23, "rounded to a whole number: the standard deviation of ONE score"),  # round(√512)
         (24, "Not quite"),
     ],
 )
@@ -283,7 +284,8 @@ def test_feedback_html_renders():
 def test_initial_spread_follows_each_initialisation():
     spread = lesson.initial_spread(np.random.default_rng(0), d_model=256, d_k=32, n_tokens=64)
     assert list(spread) == list(lesson.INITIALISATIONS)
-    expected_var_q = [1.0, 1 / 3, 256 * 0.02**2]  # d · Var(W_ij) for entries of variance 1
+    # d · Var(W_ij) for entries of variance 1; Xavier on the packed (3d, d) matrix: 1/2
+    expected_var_q = [1.0, 1 / 3, 1 / 2, 256 * 0.02**2]
     for s, var_q in zip(spread.values(), expected_var_q, strict=True):
         assert s["var_q"] == pytest.approx(var_q, rel=0.1)
         # Var(q·k / √d_k) = σ_q² σ_k², and the raw scores are √d_k times as spread.
@@ -348,7 +350,10 @@ def test_each_raw_panel_gets_bins_a_quarter_of_its_std_wide():
         (lambda d_k: round(np.sqrt(d_k) / 3), "nearest whole number"),
         (lambda d_k: np.round(np.sqrt(d_k) / 3), "nearest whole number"),
         (lambda d_k: (d_k // 9) ** 0.5, "floor division"),
-        (lambda d_k: 1.005 * np.sqrt(d_k) / 3, "estimate"),
+        (lambda d_k: 1.007 * np.sqrt(d_k) / 3, "estimate"),
+        (lambda d_k: round(np.sqrt(d_k) / 3, 2), "rounded, to 2 decimals"),
+        (lambda d_k: np.round(np.sqrt(d_k) / 3, 3), "rounded, to 3 decimals"),
+        (lambda d_k: round(float(np.sqrt(d_k) / 3), 1), "rounded, to 1 decimal"),
         (lambda d_k: 1.03 * np.sqrt(d_k) / 3, "Two steps"),  # 3 % off: not told it is close
         (lambda d_k: 1 / 3, "ONE product"),
         (lambda d_k: 0.7 * np.sqrt(d_k), "Two steps"),
@@ -368,7 +373,9 @@ def test_uniform_divisor_names_each_slip_without_the_answer(answer, phrase):
 
 
 def test_uniform_divisor_gives_unit_variance():
-    assert check("uniform_divisor", solutions.uniform_divisor).passed
+    result = check("uniform_divisor", solutions.uniform_divisor)
+    assert result.passed
+    assert "2²/12 = 1/3" in result.message and "√d_k/3" in result.message  # says why
     assert get_exercise("uniform_divisor").lesson == "notebooks/02_variance.ipynb"
     rng = np.random.default_rng(17)
     q, k = rng.uniform(-1, 1, size=(2, 20_000, 64))
@@ -471,3 +478,77 @@ def test_ratio_figure_has_one_panel_per_distribution_with_a_band():
         np.testing.assert_allclose(y, by_dist[dist] / np.array(d_ks))
     assert fig.axes[0].get_ylabel() == "Var(q·k) / d_k"
     plt.close("all")
+
+
+# ----------------------- exercise var_pytorch: nn.MultiheadAttention's first scores
+
+
+PT_VAR = 1 / 4  # a² = 6/(768 + 3·768), Var(q_i) = 768 · a²/3 = 1/2, so σ_q² σ_k² = 1/4
+
+
+@pytest.mark.parametrize("value", [PT_VAR, 0.25, 0.251, np.float32(PT_VAR), np.array(PT_VAR)])
+def test_pytorch_var_right_numbers_pass(value):
+    result = check("var_pytorch", value)
+    assert result.passed, result.message
+    assert "fan_out = 3·768" in result.message and "1/1536" in result.message
+
+
+@pytest.mark.parametrize(
+    "value, phrase",
+    [
+        # Stopping after Var(q_i), or giving the standard deviation σ_q σ_k: both are 1/2.
+        (1 / 2, "That is Var(q_i)"),
+        (0.5, "not the standard deviation"),
+        (1 / math.sqrt(2), "That is σ_q"),
+        (0.71, "That is σ_q"),
+        (1 / 16, "squares Var(q_i) once too often"),
+        (1, "a square 768 × 768 matrix"),
+        ((768 * 2 / (768 + 64)) ** 2, "fan_out = d_k = 64"),
+        (1.85, "fan_out = d_k = 64"),
+        (4 / 9, "2/fan_out alone"),
+        (2 / 3, "2/fan_out alone"),
+        (2, "divides the variance of q·k by √d_k"),
+        (4, "2/fan_in alone"),
+        (1 / 9, "nn.Linear's default"),
+        (1 / 3, "nn.Linear's default"),
+        (16, "the variance of the raw scores"),
+        (64, "64 = d_k"),
+        (1 / math.sqrt(512), "the bound of the weights"),
+        (1 / math.sqrt(1536), "standard deviation of one weight"),
+        (1 / 1536, "variance of one weight"),
+        (1 / 64, "variance a²/12"),
+        (1 / 8, "variance a²/12"),
+        (2.25, "variance a² give"),
+        (1.5, "variance a² give"),
+        (0.4, "Not quite: 0.4 is not it"),
+        (0.245, "Not quite"),
+    ],
+)
+def test_pytorch_var_slips_are_named_without_the_answer(value, phrase):
+    result = check("var_pytorch", value)
+    assert not result.passed
+    assert phrase in result.message
+    assert "1/4" not in result.message and "0.25" not in result.message
+
+
+def test_every_pytorch_slip_differs_from_the_answer():
+    from attnlab.exercises.ex02_variance import PT_TOLERANCE, pytorch_slips
+
+    for slip in pytorch_slips():
+        assert abs(slip.value - PT_VAR) > PT_TOLERANCE + slip.tolerance, slip.message
+
+
+def test_pytorch_var_solution_matches_the_measured_table():
+    assert check("var_pytorch", solutions.var_pytorch()).passed
+    assert get_exercise("var_pytorch").lesson == "notebooks/02_variance.ipynb"
+    code = solution("var_pytorch")
+    assert "answer_var_pytorch = " in code and "def var_pytorch(" not in code
+    spread = lesson.initial_spread(np.random.default_rng(20))
+    assert spread["PyTorch MultiheadAttention, U(±√(6/4d))"]["std_scaled"] ** 2 == pytest.approx(
+        PT_VAR, abs=0.02
+    )
+    # The table keeps nn.Linear's row: σ_q σ_k = 768 · (2/√768)²/12 = 1/3.
+    assert spread["PyTorch nn.Linear, U(±1/√d)"]["std_scaled"] == pytest.approx(1 / 3, abs=0.02)
+    # The prose: with these two recipes the table rounds the saturated raw rows to 0%.
+    for name in ("PyTorch nn.Linear, U(±1/√d)", "GPT-2, N(0, 0.02²)"):
+        assert spread[name]["saturated_raw"] < 0.005

@@ -18,7 +18,8 @@ def short_maps():
 
 def test_training_attention_shows_the_kept_weights(short_maps):
     w = training_attention(short_maps)
-    assert set(w.controls) == {"step", "divisor"}
+    assert set(w.controls) == {"d_k", "step", "divisor"}
+    assert list(w.controls["d_k"].options) == [16, 64, 256] and w.controls["d_k"].value == 64
     assert list(w.controls["step"].options) == [0, 5, 20, 30]
     rows = np.arange(6)
     for step in (0, 20, 30):
@@ -35,6 +36,23 @@ def test_training_attention_shows_the_kept_weights(short_maps):
             if (step, divisor) != (0, "1"):
                 assert bytes(w.view.image.value) != before
     assert w._repr_mimebundle_()["text/plain"] == FALLBACK_NOTE
+
+
+def test_training_attention_trains_another_d_k_when_first_picked(short_maps):
+    task = lesson.make_task()
+    w = training_attention(short_maps, task)
+    w.controls["step"].value, w.controls["divisor"].value = 5, "1"
+    w.controls["d_k"].value = 16
+    # Trained like the first maps: the same seed, sequences and kept steps.
+    again = lesson.attention_maps(task, d_k=16, n_sequences=6, steps=30, keep=(0, 5, 20))
+    np.testing.assert_array_equal(w.shown["weights"], again.steps[5]["1"])
+    np.testing.assert_array_equal(w.by_d_k[16].right, short_maps.right)
+    assert w.shown["d_k"] == 16 and "d_k = 16" in w.readout.value
+    trained = w.by_d_k[16]
+    w.controls["d_k"].value = 64
+    w.controls["d_k"].value = 16
+    assert w.by_d_k[16] is trained  # trained once only
+    np.testing.assert_array_equal(w.shown["weights"], again.steps[5]["1"])
 
 
 def test_training_attention_by_default_shows_the_lesson_story():

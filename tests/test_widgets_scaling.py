@@ -6,6 +6,7 @@ import pytest
 from attnlab import softmax
 from attnlab.lessons.scaling import entropy
 from attnlab.widgets import scaling_strip
+from attnlab.widgets.scaling import ALPHAS, mean_entropy_curve
 
 
 def status(widget) -> dict:
@@ -18,7 +19,8 @@ def shown_weights(widget) -> np.ndarray:
 
 def test_builds_with_no_arguments_from_raw_scores():
     w = scaling_strip()
-    assert set(w.controls) == {"alpha", "d_k"}
+    assert set(w.controls) == {"alpha", "d_k", "c"}
+    assert w.controls["c"].value == 1.0 and w.shown["c"] == 1.0
     assert w.controls["alpha"].value == 0.0
     assert w.controls["alpha"].min == 0.0 and w.controls["alpha"].max == 1.0
     assert w.d_k == 256 and w.scores.shape == (10,)
@@ -170,3 +172,34 @@ def test_the_panel_reveals_a_grey_curve_only_for_each_d_k_visited():
     # A learner's own row has one curve, and nothing to find: the line is there at once.
     own = scaling_strip(scores=[3.0, 1.0, -2.0], d_k=64)
     assert own.shown["grey_curves"] == (64,) and own.shown["half_line"]
+
+
+def test_the_constant_c_moves_the_curves_but_not_where_they_cross():
+    # Lesson 03: the variance argument fixes the exponent ½, not the constant in front.
+    w = scaling_strip()
+    for d_k in (4, 1024):
+        w.controls["d_k"].value = d_k
+    w.controls["alpha"].value = 0.5
+    at_half = {}
+    for c in (0.5, 1.0, 2.0):
+        w.controls["c"].value = c
+        assert w.shown["c"] == c and w.shown["divisor"] == pytest.approx(c * 32.0)
+        np.testing.assert_allclose(shown_weights(w), softmax(w.scores / (c * 32.0)))
+        grey = {d: line.get_ydata() for d, (line, _) in w.grey.items() if line.get_visible()}
+        assert set(grey) == {4, 256, 1024}
+        np.testing.assert_allclose(grey[1024], mean_entropy_curve(1024, 10, c))
+        # d_k = 4 is flatter below α = ½ and sharper above it, whatever c is.
+        low, high = np.searchsorted(ALPHAS, 0.4), np.searchsorted(ALPHAS, 0.65)
+        assert grey[4][low] > grey[1024][low] and grey[4][high] < grey[1024][high]
+        at_half[c] = w.shown["mean_entropy"]
+    assert at_half[0.5] < at_half[1.0] < at_half[2.0]
+    assert "÷ <b>64.00</b> = 2 √d_k" in w.readout.value
+    assert "÷ 2 d_k = ÷ 2048" in w.ends.value
+
+
+def test_the_blue_curves_grey_label_is_hidden_under_it():
+    w = scaling_strip()
+    w.controls["d_k"].value = 4
+    labels = {d: label.get_visible() for d, (_, label) in w.grey.items()}
+    assert labels == {4: False, 16: False, 64: False, 256: True, 1024: False}
+    assert w.label.get_text() == "blue: $d_k$ = 4"

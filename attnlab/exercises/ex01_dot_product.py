@@ -319,6 +319,13 @@ NEW_TOKEN_MISTAKES = (
         lambda x_new, K_cache, W_Q, W_K: np.vstack([K_cache, x_new @ W_K]) * (x_new @ W_Q),
     ),
     Mistake(
+        "You added up over the keys (axis 0), so you get d_k numbers, one for each entry of "
+        "q. A score adds up the d_k products of *one* key with q: which axis runs along a key?",
+        lambda x_new, K_cache, W_Q, W_K: np.sum(
+            np.vstack([K_cache, x_new @ W_K]) * (x_new @ W_Q), axis=0
+        ),
+    ),
+    Mistake(
         "You divided each score by the lengths of q and of the key: that is the cosine "
         "similarity, which attention does not use. In attention a key twice as long scores "
         "twice as much, q·(2k) = 2 q·k, as in the lesson. Which step of yours takes the "

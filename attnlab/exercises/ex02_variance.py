@@ -1,7 +1,10 @@
 """Exercises ``scaled_scores`` (Q Kᵀ / √d_k); ``std_512``, a number: the standard
 deviation of the difference q·k₁ − q·k₂ of two scores of the same query for d_k = 512,
-which the learner assigns to ``answer_std_512``; and ``uniform_divisor(d_k)``, the number c
-such that q·k / c has variance 1 when the entries are uniform on [−1, 1].
+which the learner assigns to ``answer_std_512``; ``uniform_divisor(d_k)``, the number c
+such that q·k / c has variance 1 when the entries are uniform on [−1, 1]; and
+``var_pytorch``, a number: the variance of q·k / √d_k when W_Q and W_K have
+the initialisation of PyTorch's ``nn.MultiheadAttention`` (Xavier-uniform on the packed
+(3·d_model, d_model) in-projection weight) and the tokens have entries of variance 1.
 
 Lesson: ``notebooks/02_variance.ipynb``.
 """
@@ -13,6 +16,7 @@ import numpy as np
 from ..scores import scaled_scores
 from . import solutions
 from .arrays import ArrayCheck, Case, Mistake, readable, softmax_rows
+from .messages import CheckResult
 from .numbers import NumberCheck, Slip
 from .registry import register
 
@@ -166,6 +170,13 @@ def slips() -> list[Slip]:
             "the difference of two scores, q·k₁ − q·k₂. Is a difference of two random "
             "numbers more spread out than either of them, or less? " + _RULE,
             _near(_ONE),
+        ),
+        Slip(
+            float(round(_ONE)),
+            f"That is √{D_K} ≈ 22.6 rounded to a whole number: the standard deviation of ONE "
+            "score q·k. The question asks about the difference of two scores, q·k₁ − q·k₂. "
+            + _RULE,
+            0.01,
         ),
         Slip(
             2 * _ONE,
@@ -429,6 +440,22 @@ UNIFORM_MISTAKES = (
 )
 
 
+def _rounded_hint(got: np.ndarray, want: np.ndarray, inputs: dict) -> str | None:
+    # `round(c, 2)` or `np.round(c, 3)`: the right divisor, cut to a few decimals.
+    if got.shape != () or not np.isfinite(got.astype(np.float64)):
+        return None
+    value, exact = float(got), float(want)
+    for decimals in (1, 2, 3):
+        rounded = round(exact, decimals)  # np.round may differ in the last bit: compare loosely
+        if abs(value - rounded) <= 1e-9 * max(1.0, abs(exact)) and abs(rounded - exact) > 1e-9:
+            return (
+                f"Your number is rounded, to {decimals} decimal{'s' if decimals > 1 else ''} "
+                "(by `round` or `np.round`). A divisor need not be a round number: return "
+                "it unrounded."
+            )
+    return None
+
+
 def _estimate_hint(got: np.ndarray, want: np.ndarray, inputs: dict) -> str | None:
     # An answer within a few percent that matches no slip is most likely a simulation; the
     # message says so without saying how close it is.
@@ -449,17 +476,205 @@ def _two_steps_hint(got: np.ndarray, want: np.ndarray, inputs: dict) -> str | No
     return f"Your function returns {float(got):.4g} for d_k = {inputs['d_k']}. {_UNIFORM}"
 
 
+class ExplainedCheck(ArrayCheck):
+    """An ``ArrayCheck`` whose PASS also says why the answer is right (``UNIFORM_WHY``)."""
+
+    def __call__(self, answer, *, name: str, timeout: float | None) -> CheckResult:
+        result = super().__call__(answer, name=name, timeout=timeout)
+        if not result.passed:
+            return result
+        return CheckResult(True, f"{result.message}\n\n{UNIFORM_WHY}", name)
+
+
+UNIFORM_WHY = (
+    "Right: an entry uniform on [−1, 1] has variance 2²/12 = 1/3, so Var(q·k) = "
+    "σ_q² σ_k² d_k = d_k/9 and c = √(d_k/9) = √d_k/3. The usual √d_k would leave these "
+    "scores with variance 1/9 (standard deviation 1/3)."
+)
+
 register(
     LESSON,
     solutions.uniform_divisor,
     "uniform_divisor(d_k) -> c such that q·k / c has variance 1, entries uniform on [-1, 1]",
-    ArrayCheck(
+    ExplainedCheck(
         uniform_cases,
         reference=solutions.uniform_divisor,
         shape_rule="one number for one d_k",
         mistakes=UNIFORM_MISTAKES,
-        hints=(_estimate_hint, _two_steps_hint),
+        hints=(_rounded_hint, _estimate_hint, _two_steps_hint),
         # The expected number (2 for d_k = 36) would give the formula away.
         show_expected=False,
+    ),
+)
+
+# ----------------------------------------------------------------- var_pytorch
+
+D_MODEL = 768
+# nn.MultiheadAttention draws its packed in_proj_weight, shape (3·d_model, d_model), with
+# xavier_uniform_: U(±a), a = √(6/(fan_in + fan_out)), fan_in = d_model, fan_out = 3·d_model.
+_PT_FAN_OUT = 3 * D_MODEL
+_PT_A2 = 6 / (D_MODEL + _PT_FAN_OUT)  # a² = 1/512
+_PT_VAR_W = _PT_A2 / 3  # width 2a: (2a)²/12 = a²/3 = 1/1536
+_PT_VAR_Q = D_MODEL * _PT_VAR_W  # q_i = Σ_j x_j W_ji: d_model terms of variance 1 · var_w
+# The question asks for the variance σ_q² σ_k² = 1/4, not the standard deviation σ_q σ_k:
+# that would be 1/2, the same number as Var(q_i), and a learner who stopped after the
+# second step would pass.
+_PT_VAR = _PT_VAR_Q * _PT_VAR_Q
+# The answer is exactly 0.25: 0.250 passes, 0.247 and 0.253 do not.
+PT_TOLERANCE = 0.002
+_PT_RULE = (
+    "Three steps. The weight matrix has shape (3·768, 768): what are fan_in and fan_out, "
+    "and so a and the variance of one weight (Section 6: w²/12 for a uniform distribution "
+    "of width w, here w = 2a)? An entry of q, q_i = Σ_j x_j (W_Q)_ji, is a dot product of "
+    f"d_model = {D_MODEL} terms, so Section 7's rule gives its variance from Var(x_j) = 1. "
+    "Then Section 7 once more: q·k / √d_k has variance σ_q² σ_k²."
+)
+
+
+def _var_q_with(fan_in: int, fan_out: int, divide: float = 3.0) -> float:
+    # Var(q_i) when the weights come from U(±√(6/(fan_in + fan_out))) and their
+    # variance is taken as a² / divide (3 is right).
+    return D_MODEL * 6 / (fan_in + fan_out) / divide
+
+
+def pytorch_slips() -> list[Slip]:
+    def rel(value: float) -> float:
+        return 0.02 * abs(value)
+
+    def both(var_q: float, message: str) -> list[Slip]:
+        # A wrong Var(q_i) gives itself (stopping there) and its square (all three steps).
+        return [Slip(v, message, rel(v)) for v in (var_q**2, var_q)]
+
+    per_head = _var_q_with(D_MODEL, 64)  # fan_out = d_k
+    only_out = D_MODEL * 2 / _PT_FAN_OUT  # 2/fan_out alone: Var(q_i) = 2/3
+    only_in = D_MODEL * 2 / D_MODEL  # 2/fan_in alone: Var(q_i) = 2
+    return [
+        Slip(
+            _PT_VAR_Q,
+            "That is Var(q_i), the variance of one entry of q (and of k). A score multiplies "
+            "entries of q by entries of k, and Section 7's rule for the variance of "
+            "q·k / √d_k has both σ_q² and σ_k². (If you took a square root at the end: the "
+            "question asks for the variance, not the standard deviation.)",
+            rel(_PT_VAR_Q),
+        ),
+        Slip(
+            math.sqrt(_PT_VAR_Q),
+            "That is σ_q, the standard deviation of one entry of q. The question asks for "
+            "the variance of q·k / √d_k, and Section 7's rule for it has both σ_q² and σ_k².",
+            rel(math.sqrt(_PT_VAR_Q)),
+        ),
+        Slip(
+            _PT_VAR_Q**4,
+            "That squares Var(q_i) once too often: Var(q_i) already is σ_q², and Section "
+            "7's rule multiplies σ_q² by σ_k².",
+            rel(_PT_VAR_Q**4),
+        ),
+        Slip(
+            1.0,
+            f"1 is what a square {D_MODEL} × {D_MODEL} matrix would give, fan_out = "
+            f"{D_MODEL}: then Xavier keeps every variance at 1, the assumption of Sections 1 "
+            "to 6. But in_proj_weight holds W_Q, W_K and W_V together: its shape is "
+            f"(3·{D_MODEL}, {D_MODEL}). What is its fan_out?",
+            0.01,
+        ),
+        *both(
+            per_head,
+            f"That is what fan_out = d_k = 64 gives, as if each head's W_Q were drawn on its "
+            f"own. PyTorch draws the whole packed matrix at once, of shape (3·{D_MODEL}, "
+            f"{D_MODEL}): fan_out is its number of rows.",
+        ),
+        *both(
+            only_out,
+            "That is what 2/fan_out alone as the variance of a weight gives. Xavier's bound "
+            "uses both sizes: a² = 6/(fan_in + fan_out).",
+        ),
+        Slip(
+            _PT_VAR_Q**2 * 8,
+            "That divides the variance of q·k by √d_k. Dividing a number by c divides its "
+            "variance by c² (Section 4): dividing the scores by √d_k divides their variance "
+            "by d_k.",
+            rel(_PT_VAR_Q**2 * 8),
+        ),
+        Slip(
+            only_in**2,
+            "That is what 2/fan_in alone as the variance of a weight gives. Xavier's bound "
+            "uses both sizes: a² = 6/(fan_in + fan_out).",
+            rel(only_in**2),
+        ),
+        *both(
+            1 / 3,
+            f"That is what nn.Linear's default U(±1/√{D_MODEL}) gives. This question is about "
+            "nn.MultiheadAttention, whose bound a = √(6/(fan_in + fan_out)) is another "
+            f"number. {_PT_RULE}",
+        ),
+        Slip(
+            _PT_VAR_Q**2 * 64,
+            "That is the variance of the raw scores q·k, d_k = 64 times too large: the "
+            "question asks about q·k / √d_k.",
+            rel(_PT_VAR_Q**2 * 64),
+        ),
+        Slip(
+            64.0,
+            "64 = d_k is the variance of raw scores whose entries have variance 1. "
+            f"Here the entries of q and k come out of PyTorch's layer. {_PT_RULE}",
+            0.5,
+        ),
+        Slip(
+            math.sqrt(_PT_A2),
+            f"That is a, the bound of the weights. An entry of q adds up {D_MODEL} products "
+            f"x_j W_ji, and their variances add. {_PT_RULE}",
+            rel(math.sqrt(_PT_A2)),
+        ),
+        Slip(
+            math.sqrt(_PT_VAR_W),
+            f"That is the standard deviation of one weight, a/√3. An entry of q adds up "
+            f"{D_MODEL} products x_j W_ji, and their variances add. {_PT_RULE}",
+            rel(math.sqrt(_PT_VAR_W)),
+        ),
+        Slip(
+            _PT_VAR_W,
+            f"That is the variance of one weight, a²/3, as if an entry of q were a single "
+            f"weight. It adds up {D_MODEL} products x_j W_ji, and their variances add.",
+            rel(_PT_VAR_W),
+        ),
+        *both(
+            _var_q_with(D_MODEL, _PT_FAN_OUT, 12),
+            "That is what weights of variance a²/12 give: the uniform distribution on "
+            "[−a, a] has width 2a, so its variance is (2a)²/12 = a²/3.",
+        ),
+        *both(
+            _var_q_with(D_MODEL, _PT_FAN_OUT, 1),
+            "That is what weights of variance a² give: a is the bound of the uniform "
+            "distribution, not its standard deviation. On [−a, a] (width 2a) the variance "
+            "is (2a)²/12 = a²/3.",
+        ),
+    ]
+
+
+def _pytorch_passed(value: float) -> str:
+    return (
+        f"Right: in_proj_weight has fan_in = {D_MODEL} and fan_out = 3·{D_MODEL} = "
+        f"{_PT_FAN_OUT}, so a² = 6/{D_MODEL + _PT_FAN_OUT} = 1/512 and a weight has variance "
+        f"a²/3 = 1/1536. Then q_i, a sum of {D_MODEL} products x_j W_ji, has variance "
+        f"{D_MODEL}/1536 = 1/2, and so has k_i. The scaled scores have variance "
+        f"σ_q² σ_k² = 1/4 (you gave {value:g}), a quarter of the 1 this lesson started "
+        "from, and standard deviation 1/2."
+    )
+
+
+register(
+    LESSON,
+    solutions.var_pytorch,
+    "answer_var_pytorch = a number: the variance of q·k / √d_k under PyTorch's "
+    "nn.MultiheadAttention initialisation",
+    NumberCheck(
+        _PT_VAR,
+        PT_TOLERANCE,
+        pytorch_slips,
+        _pytorch_passed,
+        generic_hint=_PT_RULE,
+        what="the variance of q·k / √d_k",
+        many_hint="If you measured it from samples, `np.var(samples)` turns them into one; "
+        "but the question asks for the exact value.",
     ),
 )

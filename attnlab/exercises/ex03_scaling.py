@@ -29,12 +29,15 @@ from .registry import register
 
 def temperature_cases() -> list[Case]:
     # The right τ runs from 0.07 to 44 (the third row's scores are in the hundreds), so a
-    # search in a fixed interval such as 0 … 5 fails here, as it would in grading.
+    # search in a fixed interval such as 0 … 5 fails here, as it would in grading. The
+    # fourth row has one score 800 below the rest: its τ (0.43) is set by the top two, far
+    # below (max − min) / 1000, and near it e^(−800/τ) is exactly 0, so 0 · log 0 must count
+    # as 0.
     rng = np.random.default_rng(313)
     rows = [np.round(rng.normal(scale=3.0, size=n), 1) for n in (5, 8)]
     rows.append(np.round(rng.normal(scale=60.0, size=16)))
     targets = [1.0, 0.5, 2.0]
-    return [
+    cases = [
         Case(
             f"{len(s)} scores from {s.min():g} to {s.max():g}, target entropy {t:g} nats "
             f"(uniform would be {np.log(len(s)):.2f})",
@@ -42,6 +45,15 @@ def temperature_cases() -> list[Case]:
         )
         for s, t in zip(rows, targets, strict=True)
     ]
+    far = np.array([0.0, -1.0, -800.0])
+    cases.append(
+        Case(
+            f"3 scores, one of them 800 below the rest ({far.tolist()}), target entropy 0.3 "
+            f"nats (uniform would be {np.log(3):.2f})",
+            {"scores": far, "target": 0.3},
+        )
+    )
+    return cases
 
 
 def _reference_temperature(scores, target):
@@ -88,8 +100,8 @@ def _digits(got: float, want: float) -> str:
 
 def _round_end(tau: float, spread: float) -> bool:
     """Whether τ is a round number a search interval might end at: a power of ten, such
-    as 0.1, 1 or 1000, or (as in the solution, which sizes its interval by the row) the
-    row's spread max − min times a power of ten."""
+    as 0.1, 1 or 1000, or (for a search that sizes its interval by the row) the row's
+    spread max − min times a power of ten."""
     for unit in (1.0, spread):
         if unit > 0:
             power = np.log10(tau / unit)
@@ -129,6 +141,45 @@ def _tried(scores: np.ndarray, targets: tuple[float, ...]) -> list[float] | None
 
 def _same(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def _zero_weight_hint(got: float, want: float, inputs: dict[str, Any]) -> str | None:
+    """What to say to a search whose entropy is `-(p * np.log(p)).sum()`: on a row with a
+    score far below the rest, a weight that is exactly 0 makes it NaN, and NaN < target is
+    False. Found by running the answer again: it must be right on the row without the
+    scores whose weights are 0 at the right τ (the same τ, to within rounding), and wrong
+    on this row for a target whose τ lies just below the one where a weight first becomes
+    0 (a right search with any interval that passed the other inputs finds that τ)."""
+    scores = np.asarray(inputs["scores"], dtype=np.float64)
+    target = float(inputs["target"])
+    zero = softmax(scores / want) == 0
+    if not zero.any() or zero.all() or not (softmax(scores / got) == 0).any():
+        return None
+    kept = scores[~zero]
+    if kept.size < 2 or target >= np.log(kept.size):
+        return None
+    # e^(−x) is 0 in float64 from x ≈ 745 on: at 0.9 of this τ the lowest weight is 0.
+    tau_probe = 0.9 * float(scores.max() - scores.min()) / 745.2
+    target_probe = float(entropy(softmax(scores / tau_probe)))
+    if not 0 < target_probe < np.log(scores.size):
+        return None
+    right_kept = temperature_for_entropy(kept, target)
+    right_probe = temperature_for_entropy(scores, target_probe)
+    on_kept, on_probe = _tried(kept, (target,)), _tried(scores, (target_probe,))
+    if on_kept is None or on_probe is None:
+        return None
+    if abs(on_kept[0] / right_kept - 1) > 1e-4 or abs(on_probe[0] / right_probe - 1) <= 1e-4:
+        return None
+    low, gap = float(scores.min()), float(scores.max() - scores.min())
+    return (
+        f"Your search finds the right τ for the row without its score {low:g} (τ = "
+        f"{right_kept:.4g}), but not with it. Near that τ the weight of {low:g} is about "
+        f"e^(−{gap:g} / τ), which is exactly 0 in floating point. Does your "
+        "search measure the entropy as `-(p * np.log(p)).sum()`? Then that weight gives "
+        "0 · log 0 = 0 · (−inf) = nan (Section 2), and every comparison with nan, such as "
+        "`nan < target`, is False, so your search takes each such τ for too flat. Use "
+        "`entropy` (imported above), which counts 0 · log 0 as 0."
+    )
 
 
 def _stuck_hint(got: float, want: float, inputs: dict[str, Any], reached: float) -> str | None:
@@ -232,8 +283,10 @@ def _rounding_hint(got: float, want: float, inputs: dict[str, Any]) -> str | Non
 
 # Within 5 % of the right τ (but not within the pass tolerance) an answer most likely comes
 # from a search that stopped too soon; a rule such as τ = √n is further off on the first
-# test input (9 %).
-_CLOSE = 0.05
+# test input (9 %). Up to 20 % off, it is still a search stopped too soon if its τ falls
+# when the target does (10 halvings of 0.001 … 1000 give 2.44 against 2.04); a fixed rule's
+# τ does not move.
+_CLOSE, _CLOSE_IF_IT_MOVES = 0.05, 0.2
 
 
 def _not_a_temperature(got: float) -> str:
@@ -268,8 +321,12 @@ def _temperature_hint(got, want, inputs):
     f = _digits(got, want)
     target = inputs["target"]
     reached = float(entropy(softmax(np.asarray(inputs["scores"], float) / got)))
-    # First an end of the interval: one just short of the right τ is close, but narrowing
-    # cannot help it.
+    # First a weight of exactly 0, whose NaN entropy can also leave τ at an end of the
+    # interval; then an end of the interval: one just short of the right τ is close, but
+    # narrowing cannot help it.
+    zero = _zero_weight_hint(got, want, inputs)
+    if zero is not None:
+        return zero
     stuck = _stuck_hint(got, want, inputs, reached)
     if stuck is not None:
         return stuck
@@ -277,17 +334,19 @@ def _temperature_hint(got, want, inputs):
     if rounded is not None:
         return rounded
     reached = max(reached, 0.0) + 0.0  # rounding can leave -1e-17: no "-0.000"
-    if abs(got / want - 1) < _CLOSE:
+    off = abs(got / want - 1)
+    tried = None if off < _CLOSE else _tried(np.asarray(inputs["scores"], float), (target * 0.5,))
+    moves = tried is not None and tried[0] < got and not _same(tried[0], got)
+    if off < _CLOSE or (off < _CLOSE_IF_IT_MOVES and moves):
         return (
-            f"Close: your τ = {got:{f}} gives entropy {reached:.4f} nats, near the target "
+            f"Close: your τ = {got:{f}} gives entropy {reached:.4f} nats against the target "
             f"{target:g}, and the right τ is {want:{f}}. τ should be right to within 1 part "
-            "in 10,000, and yours is further off. How fine is your search when you stop: how "
-            "wide is your last interval, or the step of your grid? Keep narrowing until it "
-            "is narrower than τ / 10,000."
+            "in 10,000, and yours is further off: your search seems to stop too early. How "
+            "fine is your search when it stops: how wide is your last interval, or the step "
+            "of your grid? Keep narrowing until it is narrower than τ / 10,000."
         )
     too_sharp = reached < target
     fixed = ""
-    tried = _tried(np.asarray(inputs["scores"], dtype=np.float64), (target * 0.5,))
     if tried is not None and _same(tried[0], got):
         fixed = (
             f"Your function returns τ = {got:{f}} for the target {target:g} and for "
@@ -318,10 +377,23 @@ def _one_number(got: np.ndarray, notes: list[str]) -> np.ndarray:
     return got.reshape(())
 
 
+# What a slow answer is told in place of the general "Is there an endless loop?": here a
+# grid of τ values is as likely as a loop that never stops. Halving 10⁻³ … 10³ reaches 1
+# part in 10,000 after 18 steps on a log scale, 28 on a linear one (for τ = 0.07).
+SLOW_TEMPERATURE = (
+    "Two things take that long here: a loop that never stops (a `while` that waits for the "
+    "entropy to equal the target exactly, say, which rounding may never allow), or trying "
+    'τ values one by one on a fine grid. Each τ you try tells you "too sharp" or "too '
+    'flat", and so rules out every τ on one side of it: try the middle of the range still '
+    "open each time, and a few dozen tries narrow τ to 1 part in 10,000."
+)
+
+
 @dataclass(frozen=True)
 class TemperatureCheck(ArrayCheck):
     """An ArrayCheck whose hints may run the answer on other targets, to tell a search
-    stuck at one end of too narrow an interval from one that moves the wrong way."""
+    stuck at one end of too narrow an interval from one that moves the wrong way, and
+    whose time-limit message names a fine grid as well as an endless loop."""
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         token = _ANSWER.set((answer, name, timeout))
@@ -329,6 +401,17 @@ class TemperatureCheck(ArrayCheck):
             return super().__call__(answer, name=name, timeout=timeout)
         finally:
             _ANSWER.reset(token)
+
+    def _answer_on(self, answer, case: Case, want, name: str, timeout, notes) -> np.ndarray:
+        try:
+            return super()._answer_on(answer, case, want, name, timeout, notes)
+        except TooSlow as slow:
+            head, found, _ = slow.message.partition(" Is there an endless loop?")
+            if not found:
+                raise
+            still = " It is still running"
+            tail = slow.message[slow.message.find(still) :] if still in slow.message else ""
+            raise TooSlow(f"{head} {SLOW_TEMPERATURE}{tail}") from None
 
 
 register(

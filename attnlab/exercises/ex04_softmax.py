@@ -54,6 +54,13 @@ _LARGEST_IS_ONE = (
     "largest one. What should each row be divided by so that it adds up to 1?"
 )
 
+_HALF_SHIFTED = (
+    "You shifted the exponentials in the numerator but not the ones in the sum (or the other "
+    "way round). The shift changes nothing only when numerator and denominator are both "
+    "multiplied by the same exp(-max), so that it cancels. Are the exponentials you add up "
+    "the same ones you divide?"
+)
+
 _WHOLE_SUM = (
     "You divided by the sum of the whole array, so the entire array sums to 1 instead of "
     "each row. Along which axis should the sum run, so that each row is divided by its own "
@@ -115,6 +122,20 @@ SOFTMAX_MISTAKES = (
         "ignores one number subtracted from a whole row, but a different number in each "
         "column changes the weights. Along which axis do the entries of one row lie?",
         lambda x: _rows_sum_to_one(np.exp(x - x.max(axis=0, keepdims=True))),
+    ),
+    Mistake(
+        "You divided each score by its row's total, x / Σx: the exponential is missing. "
+        "Then a negative score can get a negative weight, and a row whose scores add up to 0 "
+        "is divided by 0. Which step makes every entry positive before you divide?",
+        lambda x: x / x.sum(axis=-1, keepdims=True),
+    ),
+    Mistake(
+        _HALF_SHIFTED,
+        lambda x: np.exp(x - x.max(axis=-1, keepdims=True)) / np.exp(x).sum(axis=-1, keepdims=True),
+    ),
+    Mistake(
+        _HALF_SHIFTED,
+        lambda x: np.exp(x) / np.exp(x - x.max(axis=-1, keepdims=True)).sum(axis=-1, keepdims=True),
     ),
     Mistake(_WHOLE_SUM, lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum()),
     Mistake(_WHOLE_SUM, lambda x: softmax_unnormalised(x) / softmax_unnormalised(x).sum()),
@@ -699,11 +720,16 @@ MASKED_MISTAKES = (
         "is taken over the kept keys only?",
         lambda x, mask: _renormalised(softmax_rows(x) * mask),
     ),
+    # A full softmax, zeroed and renormalised with a guard against 0 / 0, gives the same
+    # numbers as a shift by the maximum of all scores: one message names both routes.
     Mistake(
-        "You shifted each row by the maximum of *all* its scores, blocked ones included. "
-        "Where a blocked key has by far the largest score, every kept exp(x - max) underflows "
-        "to 0 and the kept keys lose all their weight. Over which keys should the maximum "
-        "run?",
+        "Where a blocked key has by far the largest score of its row, your kept keys get no "
+        "weight at all. Your row's maximum ran over *all* its scores, blocked ones included: "
+        "either you shifted by that maximum, or you took a full softmax, zeroed the blocked "
+        'weights and divided by the row sum (the recipe of the section "Could you mask after the '
+        'softmax instead?", which breaks exactly here). Either way every kept '
+        "exp(x - max) underflows to 0. Put -inf into the blocked scores first: over which keys "
+        "does the maximum then run?",
         lambda x, mask: _zero_if_empty(np.exp(x - x.max(axis=-1, keepdims=True)) * mask),
     ),
     Mistake(
@@ -807,6 +833,28 @@ def _masked_overflow_hint(got, want, inputs):
         f"{spread[row]:.3g} apart, so exp(score - shift) overflows to inf unless the shift is "
         "close to the row's largest kept score, and inf / inf is NaN. Which number should "
         "the shift be, so that every exponent is ≤ 0?"
+    )
+
+
+def _masked_scores_hint(got, want, inputs):
+    """Entries outside [0, 1] and no NaN: scores (or exponentials) returned as weights."""
+    if got.shape != want.shape:
+        return None
+    got = got.astype(np.float64)
+    if np.isnan(got).any() or not ((got < 0).any() or (got > 1).any()):
+        return None
+    x = np.broadcast_to(np.asarray(inputs["x"], dtype=float), want.shape)
+    keep = np.broadcast_to(np.asarray(inputs["mask"], dtype=bool), want.shape)
+    if np.allclose(got[keep], x[keep]):
+        return (
+            "Your function returns the masked scores, not weights: the raw scores on the kept "
+            "keys and -inf or a fill on the blocked ones. The softmax of each row, over its "
+            "kept keys, is still to come."
+        )
+    return (
+        f"Weights lie between 0 and 1, but yours run from {got.min():.3g} to {got.max():.3g}. "
+        "Do you return scores, or exponentials not yet divided by their row's sum? A weight "
+        "is exp of a shifted score, divided by the sum of its row's kept exponentials."
     )
 
 
@@ -956,6 +1004,11 @@ def _unit_rows(A: np.ndarray, axis: int | None = -1) -> np.ndarray:
     return A / np.linalg.norm(A, axis=axis, keepdims=True)
 
 
+def _rms_rows(A: np.ndarray) -> np.ndarray:
+    """A divided by the root mean square of each row, as RMSNorm does: length √d, not 1."""
+    return A / np.sqrt((A**2).mean(axis=-1, keepdims=True))
+
+
 def _no_keepdims(A: np.ndarray) -> np.ndarray:
     """A divided by its row lengths taken without keepdims: they line up with the columns."""
     return A / np.linalg.norm(A, axis=-1)
@@ -992,6 +1045,24 @@ QK_NORM_MISTAKES = (
         lambda Q, K, g: g * _unit_rows(Q, None) @ _unit_rows(K, None).T,
     ),
     Mistake(
+        "Your keys each have length 1, but all your queries were divided by one number, the "
+        "length of the whole matrix Q (`np.linalg.norm` with no axis). Each query needs its "
+        "own length, as each key has: along which axis?",
+        lambda Q, K, g: g * _unit_rows(Q, None) @ _unit_rows(K).T,
+    ),
+    Mistake(
+        "Your queries each have length 1, but all your keys were divided by one number, the "
+        "length of the whole matrix K (`np.linalg.norm` with no axis). Each key needs its "
+        "own length, as each query has: along which axis?",
+        lambda Q, K, g: g * _unit_rows(Q) @ _unit_rows(K, None).T,
+    ),
+    Mistake(
+        "You multiplied by the unit keys without transposing them: in `Qn @ Kn`, entry [i, j] "
+        "pairs query i with column j of the key matrix (the j-th number of every key), not "
+        "with key j. Which product pairs every query with every key?",
+        lambda Q, K, g: g * _unit_rows(Q) @ _unit_rows(K),
+    ),
+    Mistake(
         "Only your queries have length 1: the keys keep theirs, so a long key still gets "
         "large scores. What must happen to each key too, so that S[i, j] = g cos θ_ij?",
         lambda Q, K, g: g * _unit_rows(Q) @ K.T,
@@ -1011,11 +1082,40 @@ QK_NORM_MISTAKES = (
         lambda Q, K, g: g * (Q @ K.T) / (np.linalg.norm(Q, axis=-1) * np.linalg.norm(K, axis=-1)),
     ),
     Mistake(
+        "You divided entry [i, j] by |q_i| |k_i|: both lengths are columns, (n, 1), so their "
+        "product pairs query i with key i. Entry [i, j] needs |q_i| |k_j|: the query lengths "
+        "as a column, (n_q, 1), and the key lengths as a row, (1, n_k). How do you turn the "
+        "key lengths into a row?",
+        lambda Q, K, g: (
+            g
+            * (Q @ K.T)
+            / (
+                np.linalg.norm(Q, axis=-1, keepdims=True)
+                * np.linalg.norm(K, axis=-1, keepdims=True)
+            )
+        ),
+    ),
+    Mistake(
+        "You divided each vector by the sum of its absolute values (the L1 norm, `ord=1`), "
+        "which is not its length, so most of your vectors come out shorter than 1. The "
+        "length is the square root of the sum of the squares: `np.linalg.norm`'s default.",
+        lambda Q, K, g: (
+            g * (Q / np.abs(Q).sum(-1, keepdims=True)) @ (K / np.abs(K).sum(-1, keepdims=True)).T
+        ),
+    ),
+    Mistake(
         "You divided each vector by its squared length, the sum of its squares. A vector "
         "divided by its length has length 1: what is its length, in terms of that sum?",
         lambda Q, K, g: (
             g * (Q / (Q**2).sum(-1, keepdims=True)) @ (K / (K**2).sum(-1, keepdims=True)).T
         ),
+    ),
+    Mistake(
+        "You divided each vector by its root mean square, as RMSNorm does. That gives every "
+        "vector length √d, not 1 (its d squares add up to d), so your scores are d times "
+        "g cos θ_ij and reach ±g·d. Divide each vector by its length, `np.linalg.norm`, "
+        "instead.",
+        lambda Q, K, g: g * _rms_rows(Q) @ _rms_rows(K).T,
     ),
     Mistake(
         "You divided cos θ_ij by g, but the formula multiplies: the scores are g cos θ_ij, "
@@ -1028,6 +1128,37 @@ QK_NORM_MISTAKES = (
         lambda Q, K, g: g * _unit_rows(K) @ _unit_rows(Q).T,
     ),
 )
+
+
+def _qk_norm_weights_hint(got, want, inputs):
+    """Rows of non-negative numbers that sum to 1: a softmax was applied to the scores."""
+    if got.shape != want.shape:
+        return None
+    got = got.astype(np.float64)
+    if not np.isfinite(got).all() or (got < 0).any():
+        return None
+    if not np.allclose(got.sum(axis=-1), 1.0, rtol=0, atol=1e-4):
+        return None
+    return (
+        "Every row of yours is non-negative and sums to 1: those are attention weights, a "
+        "softmax of the scores. `qk_norm_scores` returns the scores themselves, g cos θ_ij, "
+        "before any softmax. Which step can you leave out?"
+    )
+
+
+def _qk_norm_multiple_hint(got, want, inputs):
+    """Every score the same multiple c ≠ 1 of g cos θ_ij: the angles are right, the scale not."""
+    if got.shape != want.shape or not np.isfinite(got.astype(np.float64)).all():
+        return None
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    c = float((got * want).sum() / (want * want).sum())  # the best single factor
+    if c <= 1e-6 or abs(c - 1) < 1e-3 or not np.allclose(got, c * want, rtol=1e-6, atol=1e-9):
+        return None
+    return (
+        f"Every one of your scores is {c:.4g} times the right one, g cos θ_ij: the angles are "
+        "right, only the scale is off. Two things set it: does every query and every key have "
+        "length exactly 1, and is cos θ_ij multiplied by g, once?"
+    )
 
 
 def _qk_norm_range_hint(got, want, inputs):
@@ -1089,6 +1220,7 @@ register(
         mistakes=MASKED_MISTAKES,
         hints=(
             _masked_nan_hint,
+            _masked_scores_hint,
             _masked_sum_hint,
             _masked_lost_row_hint,
             _masked_nan_on_blocked_hint,
@@ -1096,6 +1228,11 @@ register(
             _masked_multiply_hint,
         ),
         error_hints=(
+            (
+                lambda error, inputs: "changed its input x in place" in error,
+                "An indexed assignment such as `x[~mask] = -np.inf` writes into x as well; "
+                "`np.where(mask, x, -np.inf)` makes a new array.",
+            ),
             (
                 lambda error, inputs: "IndexError" in error and np.ndim(inputs["mask"]) == 1,
                 _ONE_FLAG_PER_KEY
@@ -1120,7 +1257,7 @@ register(
         reference=_qk_norm_reference,
         shape_rule="one score for each query (row) and each key (column), (n_q, n_k)",
         mistakes=QK_NORM_MISTAKES,
-        hints=(_qk_norm_range_hint,),
+        hints=(_qk_norm_weights_hint, _qk_norm_multiple_hint, _qk_norm_range_hint),
         shape_hint=(
             "Each query and each key is a row, and each needs its own length. "
             "`np.linalg.norm(Q, axis=-1)` has shape (n_q,), which NumPy lines up with the last "

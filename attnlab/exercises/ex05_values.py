@@ -329,6 +329,12 @@ def _common_mistakes() -> tuple[Mistake, ...]:
             lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K, Q.shape[-1] / 2), mask)) @ V,
         ),
         Mistake(
+            "You divided by 2·d_k: did you write `S / d_k ** 1/2`? Python reads it as "
+            "`(S / d_k) / 2`: powers bind tighter than division, and two divisions run left "
+            "to right. How do you write the square root so that Python reads it as one?",
+            lambda Q, K, V, mask=None: softmax_rows(m(_scaled(Q, K, 2 * Q.shape[-1]), mask)) @ V,
+        ),
+        Mistake(
             "You scaled by the square root of the number of keys (`len(K)` or `K.shape[-2]`). "
             "d_k is the length of each query and key vector: which axis of Q holds it?",
             lambda Q, K, V, mask=None: (
@@ -695,8 +701,9 @@ register(
         show_expected=False,
         shape_hint=(
             "A is (n_q, n_k) and δ is (d_v,); the change is one row of d_v numbers per "
-            "query, (n_q, d_v). A column of n_q numbers times a row of d_v numbers gives "
-            "that shape: `np.outer`, or `col[:, None] * row[None, :]`."
+            "query, (n_q, d_v). Entry [i, c] says how far feature c of query i's output "
+            "moves: which entry of A and which of δ decide it? And which NumPy product of two "
+            "vectors gives the table of all their pairwise products?"
         ),
     ),
 )
@@ -777,6 +784,22 @@ class ReachCheck(ArrayCheck):
             raise Fail(fail.message + where) from None
 
 
+def _temperature_hint(got, want, inputs):
+    # Scores c · log w (+ any constant): the right weights at the wrong temperature 1/c.
+    # With two rows any two scores are of that form, so the segment says nothing.
+    if got.shape != want.shape or len(got) < 3 or not np.isfinite(got).all():
+        return None
+    a, b = got - got.mean(), want - want.mean()
+    c = float(a @ b / (b @ b))
+    if c <= 0.05 or abs(c - 1) < 1e-3 or np.abs(a - c * b).max() > 1e-6 * (1 + np.abs(a).max()):
+        return None
+    return (
+        f"Your scores are c · log w with c = {c:.3g}, where w are the right weights. The "
+        "softmax of c · log w gives w^c / Σ_j w_j^c: the right weights at temperature 1/c, "
+        f"{'sharper' if c > 1 else 'flatter'} than w. Which scores give exactly w?"
+    )
+
+
 def _reach_hint(got, want, inputs):
     if got.shape != want.shape:
         return None
@@ -799,18 +822,22 @@ def _reach_hint(got, want, inputs):
     )
 
 
-# Code fitted to a triangle (`a, b, c = V`, or two coordinates unpacked from z) first fails
-# on the segment or the tetrahedron, where Python says only "values to unpack".
+# Code fitted to a triangle (`a, b, c = V`, `V[2]`, `z[1]`, or a 2×2 solve with the edges
+# v1 − v0 and v2 − v0) first fails on the segment or the tetrahedron, where Python says
+# only "values to unpack", "index 2 is out of bounds" or "must be square".
 _FIXED_ROWS = (
-    "Your code unpacks a fixed number of rows or coordinates, which fits the triangles "
+    "Your code takes a fixed number of rows or coordinates, which fits the triangles "
     "only. The check also tries a segment, V (2×1), and a tetrahedron, V (4×3): n = d_v + 1 "
     "value rows with d_v coordinates each. Which way of finding the weights works for any "
     "n? (Count the equations.)"
 )
 
 
+_TRIANGLE_ONLY = re.compile(r"values to unpack|index \d+ is out of bounds for axis|must be square")
+
+
 def _unpacked_a_triangle(message: str, inputs: dict[str, Any]) -> bool:
-    return "values to unpack" in message and inputs["V"].shape != (3, 2)
+    return inputs["V"].shape != (3, 2) and _TRIANGLE_ONLY.search(message) is not None
 
 
 SCORES_FOR_MISTAKES = (
@@ -831,6 +858,13 @@ SCORES_FOR_MISTAKES = (
         "or by the softmax, they mix the rows into z / Σ_j w_j, a point on the line from 0 "
         "through z, not z itself. Which equation must the system hold as well?",
         lambda V, z: log_weights(np.log(np.linalg.lstsq(V.T, z, rcond=None)[0])),
+    ),
+    Mistake(
+        "Your weights solve Σ_j w_j v_j = z alone (a least-squares solution of Vᵀ w = z), "
+        "without the equation that they sum to 1. On some inputs that gives a negative "
+        "weight, which taking |w| only hides: the softmax then divides |w| by its sum, and "
+        "that mix misses z. Which equation must the system hold as well?",
+        lambda V, z: log_weights(np.log(np.abs(np.linalg.lstsq(V.T, z, rcond=None)[0]))),
     ),
     Mistake(
         "You solved the system with its matrix transposed: one row per value row, "
@@ -877,7 +911,7 @@ register(
         reference=scores_for,
         shape_rule="one score per value row, (n,)",
         mistakes=SCORES_FOR_MISTAKES,
-        hints=(_reach_hint,),
+        hints=(_temperature_hint, _reach_hint),
         shape_hint=(
             "V is (n, d_v) with n = d_v + 1 and z is (d_v,). The weights solve d_v + 1 "
             "equations: Σ_j w_j v_j = z, one per coordinate (the matrix Vᵀ, (d_v, n)), and "

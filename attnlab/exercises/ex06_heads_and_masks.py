@@ -668,6 +668,14 @@ KV_MISTAKES = (
         ),
     ),
     Mistake(
+        "Your count is 1.5 times the right one: three vectors per token, a query, a key and "
+        "a value? Queries are not cached: each is used once, when its token arrives "
+        "(Section 3). Which two vectors per token does the cache keep?",
+        lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
+            3 * n_layers * n_tokens * n_kv_heads * d_head * bytes_per_number
+        ),
+    ),
+    Mistake(
         "You counted one layer. Does every layer have keys and values of its own?",
         lambda n_layers, n_tokens, n_heads, n_kv_heads, d_head, bytes_per_number: (
             2 * n_tokens * n_kv_heads * d_head * bytes_per_number

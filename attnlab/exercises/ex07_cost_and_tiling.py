@@ -16,15 +16,20 @@ the blocks are read: a plain softmax of the whole row (more than block_size at o
 and so does a two-pass one that finds every block's maximum (or the row's, with Python's
 max) before it sums a block; a check on the finished weights (``weights.sum()``) reads no
 score and is not counted. Slices, copies and a row padded with -inf and reshaped into
-blocks keep each score's position, so they are followed; a row turned into a new array
-(``np.asarray``) or a list hides its reads and is asked to work on ``scores`` directly. An
+blocks keep each score's position, so they are followed; so are ``np.asarray(scores)`` and
+``np.array(scores)``, which return the counting row itself while the answer runs on it. A row
+turned into a list, or into an array some other way (``np.ascontiguousarray``), hides its
+reads and is asked to work on ``scores`` directly. An
 answer that runs the course's ``tiled_attention`` (or ``fast.attention``) is told so.
 
 Lesson: ``notebooks/07_cost_and_tiling.ipynb``.
 """
 
+import contextlib
 import math
+import sys
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -1097,6 +1102,40 @@ ONE_PASS_ROW = np.array([0.5, -1.2, 0.3, 2.0, 1.1, 1.5, 3.4, -0.7, 0.9, 2.6])
 ONE_PASS_BLOCK = 3
 
 
+def _following(convert, copy_by_default: bool):
+    """``np.asarray`` or ``np.array`` (``convert``) that, called by the learner's code on the
+    counting row, returns the row itself (or a copy of it) rather than a plain array: the
+    row's reads are still followed. Called from NumPy or attnlab, or with arguments other
+    than ``dtype`` and ``copy``, it is ``convert`` itself."""
+
+    def follow(a, *args, **kwargs):
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if (
+            not isinstance(a, _CountingRow)
+            or len(args) > 1
+            or set(kwargs) - {"dtype", "copy"}
+            or caller.split(".")[0] in ("numpy", "attnlab")
+        ):
+            return convert(a, *args, **kwargs)
+        dtype = args[0] if args else kwargs.get("dtype")
+        copy = kwargs.get("copy", copy_by_default)
+        return a.astype(a.dtype if dtype is None else dtype, copy=bool(copy))
+
+    return follow
+
+
+@contextlib.contextmanager
+def _conversions_followed() -> Iterator[None]:
+    """While the answer runs on the counting row, ``np.asarray(scores)`` and
+    ``np.array(scores)`` keep following its reads, as ``scores.copy()`` does."""
+    asarray, array = np.asarray, np.array
+    np.asarray, np.array = _following(asarray, False), _following(array, True)
+    try:
+        yield
+    finally:
+        np.asarray, np.array = asarray, array
+
+
 def _run_on_counting_row(answer, scores, block_size, timeout) -> _CountingRow | None:
     """The counting row after ``answer(row, block_size)``; None if the answer fails on it
     (it then passed on plain arrays, so the result stands)."""
@@ -1111,7 +1150,8 @@ def _run_on_counting_row(answer, scores, block_size, timeout) -> _CountingRow | 
             return answer(row, block_size)
 
     try:
-        run_with_time_limit(run, timeout)
+        with _conversions_followed():
+            run_with_time_limit(run, timeout)
     except (Exception, SystemExit):  # the counting row is the checker's business, not theirs
         return None
     return row
@@ -1129,8 +1169,9 @@ def widest_reduction(answer, scores=ONE_PASS_ROW, block_size=ONE_PASS_BLOCK, tim
 
 def _never_read(row: _CountingRow) -> bool:
     """Whether the answer took no maximum or sum of the row it was given, and read none of
-    its scores: it converted the row first (``np.asarray``, ``np.array``), so the order of
-    its reads is hidden."""
+    its scores: it converted the row first in a way that is not followed
+    (``np.ascontiguousarray``, ``asarray`` imported on its own), so the order of its reads is
+    hidden."""
     return not row.reads and row.widest[0] == 0
 
 
@@ -1239,7 +1280,7 @@ class OnePassCheck(ArrayCheck):
                 False,
                 f"Your `{name}` gives the right weights, but the checker cannot see how it "
                 f"reads the row: your code made a new array from `scores` before reading it "
-                f"(`np.asarray(scores)` or `np.array(scores)`, say), "
+                f"(`np.ascontiguousarray(scores)`, say, or an `asarray` imported on its own), "
                 f"and that new array hides which score is which, so the order in which you "
                 f"read the blocks is lost. `scores` is already a float array: read each block "
                 f"straight from it, `scores[start:start + block_size]`, and run both cells "

@@ -1,5 +1,7 @@
-"""Exercises ``softmax_backward`` (the gradient through softmax, without the Jacobian)
-and ``attention_grad_q`` (the gradient of attention with respect to the queries).
+"""Exercises ``softmax_backward`` (the gradient through softmax, without the Jacobian),
+``attention_grad_q`` (the gradient of attention with respect to the queries),
+``predicted_move`` (how far one Adam step moves the scores as d_k grows) and
+``unscaled_as_scaled`` (the unscaled model as a scaled one).
 
 Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
 """
@@ -62,6 +64,13 @@ def _one_softmax_over_everything(p, g):
 
 BACKWARD_MISTAKES = (
     Mistake(
+        "Your `softmax_backward` returns only zeros. If it is still a placeholder, write your "
+        "formula in; if it is a formula, does it cancel itself? Each row of p sums to 1, so "
+        "a term like p ⊙ g ⊙ Σ_j p_j is just p ⊙ g, and subtracting it from p ⊙ g leaves "
+        f"nothing. {_FORMULA}",
+        lambda p, g: np.zeros_like(p),
+    ),
+    Mistake(
         "You returned grad_p unchanged. Softmax sits between s and p, so the gradient has to "
         f"pass through it: every entry depends on the whole row. {_FORMULA}",
         lambda p, g: g,
@@ -104,6 +113,12 @@ BACKWARD_MISTAKES = (
         "big Jacobian over all entries), so rows leak into each other. Each row is a "
         f"softmax of its own. {_FORMULA}",
         _one_softmax_over_everything,
+    ),
+    Mistake(
+        "You returned the transpose: each *row* of p is one softmax, so row r of the result "
+        "belongs to row r of p. Look for a `.T`, or for rows stacked as columns "
+        "(`np.stack(..., axis=1)`, `np.column_stack`).",
+        lambda p, g: (p * (g - _dot(p, g))).T,
     ),
     Mistake(
         "You subtracted the plain sum Σ_j g_j; it has to be weighted by the probabilities, "
@@ -234,6 +249,15 @@ GRAD_Q_MISTAKES = (
         "Σ_j g_j p_j, so the gradient misses how raising one score lowers the other weights. "
         f"Which function of this lesson does the whole step for you? {_CHAIN}",
         lambda Q, K, V, G, scale: scale * (_weights(Q, K, scale) * (G @ V.T)) @ K,
+    ),
+    Mistake(
+        "You used only the diagonal of the softmax's Jacobian, p_i (1 − p_i), as if each "
+        "weight depended on its own score alone. Raising one score also lowers the other "
+        "weights of its row: that is the −p pᵀ part of the Jacobian. Your "
+        f"`softmax_backward` has it; why not call it? {_CHAIN}",
+        lambda Q, K, V, G, scale: (
+            scale * (_weights(Q, K, scale) * (1 - _weights(Q, K, scale)) * (G @ V.T)) @ K
+        ),
     ),
     Mistake(
         "You passed the scores S to `softmax_backward` where it needs the weights "
@@ -433,6 +457,130 @@ register(
 )
 
 
+# -------------------------------------------------- exercise: predicted_move
+
+
+def move_cases() -> list[Case]:
+    # ÷1's number at d_k = 16 is 4 = √16 times ÷√d_k's in every case, as measured, so a
+    # prediction of ÷1 built from the ÷√d_k number times √d_k passes too. d_k = 256 first:
+    # its factors, 16 and 4, tell every named law apart.
+    def case(d_k, scaled_16):
+        label = f"d_k = {d_k}, from {scaled_16:g} (÷√d_k) and {4 * scaled_16:g} (÷1) at d_k = 16"
+        return Case(label, {"d_k": d_k, "scaled_16": scaled_16, "unscaled_16": 4 * scaled_16})
+
+    return [case(256, 0.2), case(64, 0.15), case(1024, 0.1), case(16, 0.3)]
+
+
+_MOVE = (
+    "A score q·k is a sum of d_k products, and one Adam step moves every entry of W_Q and "
+    "W_K by about the learning rate, each in the direction that lowers the loss. Do the "
+    "changes of those d_k products cancel in part, like lesson 02's random terms (growing "
+    "like √d_k), or pull one way (growing like d_k)? Then: how much of that does each "
+    "divisor take back?"
+)
+
+
+def _grow(power: float):
+    return lambda d_k, s, u: (s * (d_k / 16) ** power, u * (d_k / 16) ** power)
+
+
+MOVE_MISTAKES = (
+    Mistake(
+        f"Your predictions don't grow with d_k: you returned the numbers of d_k = 16. {_MOVE}",
+        _grow(0.0),
+    ),
+    Mistake(
+        "You predicted that with the divisor one step moves the scores equally far at every "
+        "d_k, and ÷1's step √d_k times as far as that. That would hold if the changes of a "
+        "score's d_k products had random signs and partly cancelled, as the scores "
+        "themselves did in lesson 02. But Adam moves every entry of W_Q and W_K in the "
+        "direction that lowers the loss: do those changes cancel, or pull one way?",
+        lambda d_k, s, u: (s, u * (d_k / 16) ** 0.5),
+    ),
+    Mistake(
+        "Your ÷√d_k prediction grows like √d_k, and so does your ÷1 prediction. But without "
+        "the divisor the same change of W_Q moves the scores √d_k times as far as with it "
+        "(the start of this section), and that factor grows with d_k too: how fast must "
+        "÷1's step grow, then?",
+        _grow(0.5),
+    ),
+    Mistake(
+        "Both your predictions grow like d_k, as if ÷√d_k took nothing back. The scaled "
+        "model divides its scores, and so every change of them, by √d_k, a number that "
+        "grows with d_k as well: how much of ÷1's growth is left after that division?",
+        _grow(1.0),
+    ),
+    Mistake(
+        "Your laws are the wrong way round: your ÷√d_k prediction grows like d_k and your ÷1 "
+        "prediction like √d_k. Which of the two divisors takes back part of the growth?",
+        lambda d_k, s, u: (s * d_k / 16, u * (d_k / 16) ** 0.5),
+    ),
+    Mistake(
+        "You multiplied by √d_k and by d_k themselves, but the numbers you start from are "
+        "already those of d_k = 16: at d_k = 16 the prediction must be the measurement "
+        "itself. Multiply by a power of how many times larger the new d_k is than 16.",
+        lambda d_k, s, u: (s * d_k**0.5, u * d_k),
+    ),
+    Mistake(
+        "Your predictions shrink as d_k grows: you divided by the growth (or used 16/d_k "
+        "where the new d_k is d_k/16 times as large). A larger d_k means more products in "
+        f"every score, each moved by the step. {_MOVE}",
+        lambda d_k, s, u: (s * (16 / d_k) ** 0.5, u * 16 / d_k),
+    ),
+    Mistake(
+        "The right numbers in the wrong order: return the prediction for ÷√d_k first, then "
+        "the one for ÷1.",
+        lambda d_k, s, u: (u * d_k / 16, s * (d_k / 16) ** 0.5),
+    ),
+)
+
+
+def _move_hint(got, want, inputs):
+    """For a pair of predictions no named law explains: how each grew from d_k = 16."""
+    got = got.astype(np.float64)
+    if got.shape != (2,) or not np.isfinite(got).all():
+        return None
+    growth = inputs["d_k"] / 16
+    start = np.array([inputs["scaled_16"], inputs["unscaled_16"]])
+    if growth == 1:
+        return (
+            "At d_k = 16 the prediction is the measurement itself: return the two numbers "
+            "you were given, unchanged, in the order ÷√d_k, ÷1."
+        )
+    if (got <= 0).any():
+        return f"How far a step moves the scores is a distance: it can't be 0 or negative. {_MOVE}"
+    powers = np.log(got / start) / np.log(growth)
+    return (
+        f"Here d_k = {inputs['d_k']} is {growth:g} times 16. Your ÷√d_k prediction is "
+        f"{got[0] / start[0]:.3g} times the number at d_k = 16, which is (d_k/16) to the "
+        f"power {powers[0]:.2f}; your "
+        f"÷1 prediction is {got[1] / start[1]:.3g} times it, the power {powers[1]:.2f}. "
+        f"{_MOVE}"
+    )
+
+
+def _reference_move(d_k, scaled_16, unscaled_16):
+    # As attnlab.lessons.ablation.predicted_move, which the tests compare with this.
+    growth = d_k / 16
+    return np.array([scaled_16 * growth**0.5, unscaled_16 * growth])
+
+
+register(
+    "notebooks/08_does_scaling_matter.ipynb",
+    solutions.predicted_move,
+    "predicted_move(d_k, scaled_16, unscaled_16) -> (prediction for ÷√d_k, prediction for ÷1)",
+    ArrayCheck(
+        move_cases,
+        reference=_reference_move,
+        shape_rule="two numbers: the prediction for ÷√d_k, then the one for ÷1",
+        mistakes=MOVE_MISTAKES,
+        hints=(_move_hint,),
+        # The expected numbers would give the growth laws away.
+        show_expected=False,
+    ),
+)
+
+
 # ---------------------------------------------- exercise: unscaled_as_scaled
 
 
@@ -492,11 +640,10 @@ TWIN_MISTAKES = (
         lambda d_k: (d_k**-0.25, d_k**-0.25, d_k**-0.25),
     ),
     Mistake(
-        "Your learning rate factor is √d_k, the square of the factor on the matrices: that "
-        "is what plain gradient descent would need (question 6 at the end), whose step "
-        "grows with the gradient. With Adam, an entry moves by about the learning rate "
-        "whatever its gradient, so the twin needs steps larger by exactly the factor its "
-        "matrices are larger. Which factor is that?",
+        "Your learning rate factor is √d_k, the square of the factor on the matrices. With "
+        "Adam, an entry moves by about the learning rate whatever its gradient, so the twin "
+        "needs steps larger by exactly the factor its matrices are larger. Which factor is "
+        "that?",
         lambda d_k: (d_k**0.25, d_k**0.25, d_k**0.5),
     ),
 )

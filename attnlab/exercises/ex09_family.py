@@ -70,11 +70,14 @@ _FILLED_AN_INTEGER_ARRAY = (
 class ShapeHintCheck(FractionsCheck):
     """A FractionsCheck that adds ``shape_hint`` to a result of the wrong shape too, not
     only to an error: ALiBi's heads on the middle axis, (n, H, n), or flattened, (H, n²),
-    return without complaint."""
+    return without complaint. Only to the general wrong-shape message, the one that
+    states ``shape_rule``: a named mistake or hint already says what went wrong, and may
+    have nothing to do with broadcasting (one head short)."""
 
     def _diagnosis(self, got, want, case: Case, name: str, elsewhere=lambda: []) -> str:
         message = super()._diagnosis(got, want, case, name, elsewhere)
-        if got.shape != want.shape and self.shape_hint and self.shape_hint not in message:
+        general = self.shape_rule in message
+        if got.shape != want.shape and general and self.shape_hint not in message:
             message = f"{message} {self.shape_hint}"
         return message
 
@@ -605,12 +608,19 @@ register(
     solutions.rope,
     "rope(X, start=0) -> X with each pair of features (2f, 2f + 1) of row i turned by "
     "(start + i) θ_f, shape (n, d)",
-    ArrayCheck(
+    FractionsCheck(
         rope_cases,
         reference=rope_reference,
         shape_rule="one turned row per row of X: (n, d), the shape of X",
         mistakes=ROPE_MISTAKES,
         hints=(_length_hint, _angle_hint),
+        whole_numbers_hint=(
+            "Your result holds only whole numbers, but the cos and sin of the angles turn "
+            "the features into fractions: "
+            + _FILLED_AN_INTEGER_ARRAY.format(
+                zeros=", many of them to 0", whole="the positions (start + i)"
+            )
+        ),
         shape_hint=(
             "The angles form an (n, d/2) array, one per row and pair, the shape of "
             "`X[:, 0::2]`: a column of the n positions times a row of the d/2 angles θ_f "
@@ -822,11 +832,13 @@ REACH_MISTAKES = (
         lambda M, L: _reached(M, L, transpose=True),
     ),
     Mistake(
-        "Your result is the mask itself, whatever L is. An entrywise operation, such as "
-        "`**` or `*`, works on each entry on its own and keeps 0/1 as 0/1: no path through "
-        "other tokens is ever followed. Information reaches query i from key j in two "
-        "layers through some token k in between: which product adds up M[i, k] · M[k, j] "
-        "over k?",
+        "Your result is the mask itself, whatever L is: what one layer reaches. Does your "
+        "code use L at all? Each layer after the first must take the paths one step "
+        "further. If it does use L, it combines the mask with itself entry by entry: "
+        "`**`, `*` and `|` work on each entry on its own and keep 0/1 as 0/1, so no path "
+        "through other tokens is ever followed. Information reaches query i from key j in "
+        "two layers through some token k in between: which product adds up "
+        "M[i, k] · M[k, j] over k?",
         lambda M, L: np.asarray(M, dtype=bool).copy(),
     ),
     Mistake(

@@ -32,6 +32,7 @@ Lesson: ``notebooks/10_in_practice.ipynb``.
 from __future__ import annotations
 
 import linecache
+import re
 import sys
 import tracemalloc
 from collections.abc import Callable
@@ -289,6 +290,40 @@ LINEAR_MISTAKES = (
     ),
 )
 
+
+def _failing_line(message: str) -> str:
+    """The learner's line that raised, as the error message quotes it, or ''."""
+    found = re.search(r" at `(.+?)` \(line \d+, in `", message)
+    return found.group(1) if found else ""
+
+
+def _divides_before_matmul(code: str) -> bool:
+    """Whether ``code`` has ``a / b @ c`` with no bracket around ``b @ c``: Python reads
+    it ``(a / b) @ c``, as ``/`` and ``@`` bind equally tightly, from left to right."""
+    for start, char in enumerate(code):
+        if char != "/" or "/" in code[start - 1 : start] + code[start + 1 : start + 2]:
+            continue
+        depth = 0
+        for after in code[start + 1 :]:
+            depth += (after in "([{") - (after in ")]}")
+            if depth < 0 or (depth == 0 and after in ",=#"):
+                break
+            if depth == 0 and after == "@":
+                return True
+    return False
+
+
+def _precedence_slip(message: str, inputs: dict[str, Any]) -> bool:
+    return "raised ValueError" in message and _divides_before_matmul(_failing_line(message))
+
+
+_PRECEDENCE = (
+    "`/` and `@` bind equally tightly and are applied from left to right, so "
+    "`a @ b / c @ d` is read as `((a @ b) / c) @ d`: your line divides by the first factor "
+    "of the denominator before its `@` is done. Where do the brackets go around the "
+    "denominator?"
+)
+
 LARGE_N, LARGE_D = 2000, 4
 # An (n, n) float64 matrix at LARGE_N is 32 MB (31 MiB); the linear order needs a few (n, d) arrays.
 MEMORY_LIMIT = 8 * 2**20
@@ -488,6 +523,7 @@ register(
             "denominator is one number per query: to divide row i of an (n_q, d_v) array by "
             "the i-th of n_q numbers, which shape must those numbers have?"
         ),
+        error_hints=((_precedence_slip, _PRECEDENCE),),
     ),
 )
 
@@ -532,18 +568,28 @@ def run_steps(step, Q, K, V) -> np.ndarray:
 
 
 def _step(
-    *, read_first=False, normalise=True, keep=True, phi=elu_feature, read_z=None, from_query=()
+    *,
+    read_first=False,
+    normalise=True,
+    keep=True,
+    phi=elu_feature,
+    read_z=None,
+    from_query=(),
+    raw_k_in_S=False,
+    z_kept="",
 ):
     """One token's step with one slip: the row read from the state before token i is
     added, no normaliser, the given state ignored (``keep=False``), another feature map
-    ``phi``, a denominator ``read_z(φ(q_i), z)`` other than φ(q_i)·z, or sums built from
-    φ(q_i) instead of φ(k_i) (``from_query`` names them: "S", "z" or both)."""
+    ``phi``, a denominator ``read_z(φ(q_i), z)`` other than φ(q_i)·z, sums built from
+    φ(q_i) instead of φ(k_i) (``from_query`` names them: "S", "z" or both), the raw k_i
+    in S (``raw_k_in_S``), or z returned as it came in (``z_kept``: "new" if the row is
+    read from z + φ(k_i) all the same, "old" if from the z that came in)."""
 
     def step(S, z, q, k, v):
         fq, fk = phi(q), phi(k)
         if read_first:
             o = fq @ S / (fq @ z)
-        into_S = fq if "S" in from_query else fk
+        into_S = fq if "S" in from_query else k if raw_k_in_S else fk
         into_z = fq if "z" in from_query else fk
         S_new = np.outer(into_S, v) + (S if keep else 0.0)
         z_new = into_z + (z if keep else 0.0)
@@ -552,8 +598,8 @@ def _step(
             if read_z is not None:
                 o = o / read_z(fq, z_new)
             elif normalise:
-                o = o / (fq @ z_new)
-        return S_new, z_new, o
+                o = o / (fq @ (z if z_kept == "old" else z_new))
+        return S_new, (z if z_kept else z_new), o
 
     return step
 
@@ -576,6 +622,19 @@ def _query_in(sums: str) -> str:
     )
 
 
+_STATE_RESET = (
+    "Each of your rows is that token's own value v_i: your step returns a state that "
+    "holds only the current token, as if S and z started afresh at every step. They "
+    "must carry every key and value so far: what does your step add token i's terms "
+    "to?"
+)
+# The state right after every token, the rows wrong: the readout is the slip.
+_READ_NOT_FROM_STATE = (
+    "Your state is right: the S and z your step returns match the lesson's after every "
+    "token. Your rows o_i are not, so the slip is in how o_i is read: is it read from the "
+    "new S and z, the numerator from S and the denominator from z, both with φ(q_i)?"
+)
+
 # (message, a step with that slip): the tests feed each step to the checker.
 CAUSAL_SLIPS: tuple[tuple[str, Callable[..., Any]], ...] = (
     (
@@ -591,13 +650,7 @@ CAUSAL_SLIPS: tuple[tuple[str, Callable[..., Any]], ...] = (
         "running sum: which one, and what does φ(q_i) read from it?",
         _step(normalise=False),
     ),
-    (
-        "Each of your rows is that token's own value v_i: your step returns a state that "
-        "holds only the current token, as if S and z started afresh at every step. They "
-        "must carry every key and value so far: what does your step add token i's terms "
-        "to?",
-        _step(keep=False),
-    ),
+    (_STATE_RESET, _step(keep=False)),
     (
         "You used q and k without the feature map. Then q·k can be negative or 0, the "
         "'weights' can be negative and the denominator can vanish. φ(x) = elu(x) + 1 is "
@@ -615,9 +668,35 @@ CAUSAL_SLIPS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ),
     (_SCALAR_Z, _step(read_z=lambda fq, z: z.sum())),
     (_SCALAR_Z, _step(read_z=lambda fq, z: fq.sum() * z.sum())),
+    (
+        "Your z never grows: the z you return is the one you were given, so it stays at 0 "
+        "and each row's denominator holds only the current token's term. Which running sum "
+        "must token i update besides S?",
+        _step(z_kept="new"),
+    ),
+    (
+        "Your z never grows: the z you return is the one you were given, so it stays at 0, "
+        "every denominator φ(q_i)ᵀ z is 0 and your rows are inf or NaN. Which running sum "
+        "must token i update besides S, and which z does o_i read?",
+        _step(z_kept="old"),
+    ),
+    (
+        "Your S adds up the raw keys, k_i v_iᵀ, while your z adds up their features φ(k_i): "
+        "the numerator and the denominator then weigh the keys differently, so the weights "
+        "no longer add up to 1 (and can be negative). The lesson's S_i adds φ(k_i) v_iᵀ: "
+        "where does k go through φ on its way into your S?",
+        _step(raw_k_in_S=True),
+    ),
     (_query_in("sum z is built"), _step(from_query=("z",))),
     (_query_in("sum S is built"), _step(from_query=("S",))),
     (_query_in("sums S and z are both built"), _step(from_query=("S", "z"))),
+    (
+        "Your step has the query and the key the wrong way round: it puts φ(q_i) into the "
+        "state and reads the row with φ(k_i). The state stores the keys, "
+        "S_i = S_{i−1} + φ(k_i) v_iᵀ and z_i = z_{i−1} + φ(k_i); the query reads it, "
+        "φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i. Which of q and k goes into your S and z?",
+        lambda S, z, q, k, v: _step()(S, z, k, q, v),
+    ),
 )
 
 
@@ -650,6 +729,19 @@ def _read_before_update(got, want, inputs):
         "with an empty state, needed a special case). In the lesson's recurrence, which "
         "comes first for token i: updating S and z, or reading o_i from them?"
     )
+
+
+_STEP_SHAPES = (
+    "S is a (d_k, d_v) matrix and z has d_k numbers; q, k and φ(k) have d_k, v has "
+    "d_v. Which product of φ(k) and v has the shape (d_k, d_v)?"
+)
+
+
+def _shapes_in_readout(message: str, inputs: dict[str, Any]) -> bool:
+    # A shape error on a line with no v in it is not in the product that builds S, so
+    # the question about φ(k) and v would point at the wrong line.
+    line = _failing_line(message)
+    return message.endswith(" " + _STEP_SHAPES) and bool(line) and not re.search(r"\bv\b", line)
 
 
 @dataclass(frozen=True)
@@ -690,6 +782,7 @@ class StepCheck(ArrayCheck):
                 "new S, the new z and this token's output row o_i, as `return S, z, o`. "
                 "Which of them is missing from your `return`?"
             )
+        self._refuse_order(value, name, d_k, d_v)
         parts = []
         for label, part, shape, rule in (
             ("S", value[0], (d_k, d_v), "the state S is a (d_k, d_v) matrix"),
@@ -717,10 +810,56 @@ class StepCheck(ArrayCheck):
             parts.append(array)
         return parts
 
+    @staticmethod
+    def _refuse_order(value: Any, name: str, d_k: int, d_v: int) -> None:
+        """Fail if the three parts have the shapes of S, z and o in another order. Only
+        where d_k ≠ d_v, so that each shape belongs to one of them (the first case)."""
+        wanted = {(d_k, d_v): "S", (d_k,): "z", (d_v,): "o"}
+        if len(wanted) < 3:
+            return
+        try:
+            shapes = [np.shape(part) for part in value]
+        except Exception:  # a part NumPy cannot read: the shape checks name it
+            return
+        order = [wanted.get(shape, "?") for shape in shapes]
+        if sorted(order) == ["S", "o", "z"] and order != ["S", "z", "o"]:
+            raise Fail(
+                f"Your `{name}` returned {', '.join(order)}, in that order: the step returns "
+                "the new state first, S then z, and this token's output row last, as "
+                "`return S, z, o`. The checker reads them in that order and feeds the first "
+                "two back to your next step: which of yours is in the wrong place?"
+            )
+
+    def _state_kept(self, answer, case: Case, name: str, timeout) -> bool:
+        """Whether the S and z the answer returns equal the reference's after every token
+        of the case (its rows o_i aside)."""
+        Q, K, V = (np.asarray(case.inputs[key], dtype=float) for key in ("Q", "K", "V"))
+        d_k, d_v = K.shape[1], V.shape[1]
+        S, z = np.zeros((d_k, d_v)), np.zeros(d_k)
+        S_ref, z_ref = S, z
+        try:
+            for q, k, v in zip(Q, K, V, strict=True):
+                inputs = {"S": S, "z": z, "q": q, "k": k, "v": v}
+                value = call_answer(answer, inputs, name=name, timeout=timeout)
+                S, z, _ = self._unpack(value, name, d_k, d_v)
+                S_ref, z_ref, _ = _step()(S_ref, z_ref, q, k, v)
+                if not (matches(S, S_ref) and matches(z, z_ref)):
+                    return False
+        except Exception:  # an answer that fails here is diagnosed by the main check
+            return False
+        return True
+
     def _check_case(self, answer, case: Case, name: str, timeout, notes, cases) -> None:
         try:
             super()._check_case(answer, case, name, timeout, notes, cases)
         except Fail as fail:
+            head, gap, example = fail.message.partition("\n\n")
+            # A state reset at every step and a readout of v_i give the same rows; only the
+            # state tells them apart. The same for a readout no Mistake names.
+            if (
+                head == _STATE_RESET or head.startswith(f"Your `{name}` returns the right shape")
+            ) and self._state_kept(answer, case, name, timeout):
+                fail = Fail(_READ_NOT_FROM_STATE + gap + example)
             raise Fail(
                 fail.message.replace(
                     "\n\nTest input: ",
@@ -743,9 +882,15 @@ register(
         shape_rule="one output row per token, d_v numbers like v_i",
         mistakes=CAUSAL_MISTAKES,
         hints=(_read_before_update,),
-        shape_hint=(
-            "S is a (d_k, d_v) matrix and z has d_k numbers; q, k and φ(k) have d_k, v has "
-            "d_v. Which product of φ(k) and v has the shape (d_k, d_v)?"
+        shape_hint=_STEP_SHAPES,
+        error_hints=(
+            (_precedence_slip, _PRECEDENCE),
+            (
+                _shapes_in_readout,
+                "S is a (d_k, d_v) matrix, z and φ(q) have d_k numbers, and o_i has d_v: "
+                "the d_v numbers φ(q_i)ᵀ S_i divided by the one number φ(q_i)ᵀ z_i. Which "
+                "piece of that line has another shape?",
+            ),
         ),
     ),
 )
@@ -913,19 +1058,21 @@ def _slip(*, on_bool=None, on_float=None, causal=causal_mask, factor=None, axis=
 
 
 def sdpa_cases() -> list[Case]:
-    # Two heads, 3 queries and 5 keys, d_k = 4 (√d_k = 2): each option on its own, then a
-    # scale other than 1/√d_k. Every row of the bool mask keeps some keys and hides
-    # others, so an inverted mask still leaves each query a key and gives other numbers.
+    # Two heads, 3 queries and 5 keys: each option on its own, then a scale other than
+    # 1/√d_k. d_k is 9 (√d_k = 3) in the first two cases and 4 (√d_k = 2) in the others,
+    # so that a default factor written as a number cannot fit them all. Every row of the
+    # bool mask keeps some keys and hides others, so an inverted mask still leaves each
+    # query a key and gives other numbers.
     rng = np.random.default_rng(1111)
 
-    def inputs(**options):
-        q, k = readable(rng, 2, 3, 4), readable(rng, 2, 5, 4)
+    def inputs(d_k=4, **options):
+        q, k = readable(rng, 2, 3, d_k), readable(rng, 2, 5, d_k)
         return {"q": q, "k": k, "attn_mask": None, "is_causal": False, "scale": None, **options}
 
     keep = np.array([[1, 0, 1, 1, 0], [0, 1, 1, 0, 1], [1, 1, 0, 1, 0]], dtype=bool)
     return [
-        Case("2 heads, 3 queries, 5 keys, d_k = 4, no options", inputs()),
-        Case("a bool attn_mask (3, 5), shared by both heads", inputs(attn_mask=keep)),
+        Case("2 heads, 3 queries, 5 keys, d_k = 9, no options", inputs(d_k=9)),
+        Case("a bool attn_mask (3, 5), shared by both heads, d_k = 9", inputs(9, attn_mask=keep)),
         Case(
             "a float attn_mask (2, 3, 5), one bias per head",
             inputs(attn_mask=readable(rng, 2, 3, 5)),
@@ -960,18 +1107,31 @@ _INVERTED_BOOL = (
     "get a score of −∞?"
 )
 
+_BOOL_ADDED = (
+    "You added the bool mask to the scores as numbers: True adds 1 and False adds 0, so "
+    "no key is hidden and the keys a query may see get +1. A bool mask is not a bias: it "
+    "decides which keys take part at all, where a float mask shifts their scores. How does "
+    "your function tell the two kinds of mask apart, and what score must a hidden key get "
+    "for its weight to be exactly 0?"
+)
+
+_STRICT_CAUSAL = (
+    "Your causal rule leaves out each query's own key (`<` where `<=` belongs), so query 0 "
+    "is left with no key at all and its row cannot add up to 1. May a token attend to "
+    "itself?"
+)
+
+
+def _strict_causal(n_q: int, n_k: int) -> np.ndarray:
+    return np.arange(n_k)[None, :] < np.arange(n_q)[:, None]
+
+
 SDPA_MISTAKES = (
     Mistake(
         _INVERTED_BOOL,
         _slip(on_bool=lambda S, m: np.where(m, -np.inf, S)),
     ),
-    Mistake(
-        "You added the bool mask to the scores as numbers: True adds 1, False adds 0, and "
-        "every key stays visible. A bool mask does not shift the scores, it decides which "
-        "keys take part at all. What score must a hidden key get for its weight to be "
-        "exactly 0?",
-        _slip(on_bool=lambda S, m: S + m),
-    ),
+    Mistake(_BOOL_ADDED, _slip(on_bool=lambda S, m: S + m)),
     Mistake(
         "Your weights ignore the values of the float mask: it seems to be read as True/False "
         "(every nonzero bias counts as True) or left out. A float `attn_mask` is *added* to "
@@ -1003,6 +1163,13 @@ SDPA_MISTAKES = (
         "Is key 0 in query 0's past or in its future?",
         _slip(causal=lambda n_q, n_k: np.arange(n_k)[None, :] >= np.arange(n_q)[:, None]),
     ),
+    Mistake(_STRICT_CAUSAL, _slip(causal=_strict_causal)),
+    Mistake(
+        "You subtracted the float mask. It is *added* to the scaled scores: ALiBi's biases "
+        "are already negative, −m·|i − j|, and −∞ hides a key. What must a bias of −1 do to "
+        "a score?",
+        _slip(on_float=lambda S, m: S - m),
+    ),
     Mistake(
         "Your causal mask holds the numbers 0 and 1, not True and False, so it went the way "
         "of a float mask: it was *added* to the scores, 1 on the keys a query may see and 0 "
@@ -1032,6 +1199,20 @@ SDPA_MISTAKES = (
     Mistake(
         "Your scores are not scaled when `scale` is None. " + _DEFAULT_SCALE,
         _slip(factor=lambda d_k, scale: 1.0 if scale is None else scale),
+    ),
+    Mistake(
+        "Your scores are not scaled: you took the softmax of q kᵀ as it is. With "
+        "`scale=None` PyTorch multiplies q kᵀ by 1/√d_k, the factor of the whole course, and "
+        "by `scale` when a call gives one. Where does your function use `scale`, and what "
+        "does it use when none is given?",
+        _slip(factor=lambda d_k, scale: 1.0),
+    ),
+    Mistake(
+        "You divided the scores by the scale, both by a given `scale` and by your default "
+        "1/√d_k: dividing by 1/√d_k multiplies the scores by √d_k, so they are d_k times "
+        "too large. `scale` is the factor the scores are *multiplied* by. With scale = 0.3, "
+        "what are the scores multiplied by, and with none given?",
+        _slip(factor=lambda d_k, scale: np.sqrt(d_k) if scale is None else 1 / scale),
     ),
     Mistake(
         "With `scale` given, your scores are multiplied by it twice (by scale², as when q and "
@@ -1066,16 +1247,37 @@ SDPA_MISTAKES = (
 )
 
 
+def _strict_causal_rows(got, want, inputs: dict[str, Any]) -> str | None:
+    # The strict rule j < i under `is_causal`, whatever the answer's softmax makes of a
+    # row with no key left (0/0 from a hand-written one, zeros from attnlab's): every
+    # row after the first is the slip's.
+    if not inputs["is_causal"] or got.shape != want.shape or got.shape[-2] < 2:
+        return None
+    strict = _slip(causal=_strict_causal)(*inputs.values())
+    rows = got.astype(np.float64)
+    first = rows[..., 0, :]
+    if (
+        not matches(rows[..., 1:, :], strict[..., 1:, :])
+        or np.isfinite(first).all()
+        and first.any()
+    ):
+        return None
+    return _STRICT_CAUSAL
+
+
 def _zeroed_after_softmax(got, want, inputs: dict[str, Any]) -> str | None:
     # The hidden keys get weight 0, but after the softmax: their weight is lost, not
     # shared out, so the rows sum to less than 1. A hint, not a Mistake, so that it is
-    # named whichever way the answer treats the other options.
+    # named whichever way the answer treats the other options. A row that sums to 0 had
+    # no key left to share with: another slip (the strict causal rule, above).
     mask = causal_mask(*want.shape[-2:]) if inputs["is_causal"] else inputs["attn_mask"]
     if mask is None or np.asarray(mask).dtype != np.bool_ or got.shape != want.shape:
         return None
     hidden = ~np.broadcast_to(mask, got.shape)
     sums = got.astype(np.float64).sum(axis=-1)
     if not np.isfinite(sums).all() or sums.min() > 1 - 1e-6 or np.abs(got[hidden]).max() > 1e-12:
+        return None
+    if (np.abs(sums) < 1e-12).any():
         return None
     return (
         f"Your hidden keys get weight 0, but some of your rows add up to less than 1 (the "
@@ -1119,6 +1321,19 @@ def _inverted_bool_mask(got, want, inputs: dict[str, Any]) -> str | None:
     return _INVERTED_BOOL if matches(got, softmax(np.where(mask, -np.inf, S))) else None
 
 
+def _bool_mask_added(got, want, inputs: dict[str, Any]) -> str | None:
+    # A bool attn_mask added as 0/1, whatever the causal path does (an answer that hides
+    # the future keys of is_causal with −∞ but adds every attn_mask is no single slip of
+    # the reference, so the Mistake above misses it).
+    mask = inputs["attn_mask"]
+    if mask is None or np.asarray(mask).dtype != np.bool_ or got.shape != want.shape:
+        return None
+    q, k, scale = inputs["q"], inputs["k"], inputs["scale"]
+    c = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    S = q @ np.swapaxes(k, -1, -2) * c
+    return _BOOL_ADDED if matches(got, softmax(S + mask)) else None
+
+
 def _none_used(message: str, inputs: dict[str, Any]) -> bool:
     return "NoneType" in message
 
@@ -1138,7 +1353,13 @@ register(
         reference=sdpa_weights_reference,
         shape_rule="one row of weights per query, one column per key: (…, n_q, n_k)",
         mistakes=SDPA_MISTAKES,
-        hints=(_inverted_bool_mask, _zeroed_after_softmax, _zeroed_scores),
+        hints=(
+            _strict_causal_rows,
+            _inverted_bool_mask,
+            _bool_mask_added,
+            _zeroed_after_softmax,
+            _zeroed_scores,
+        ),
         shape_hint=(
             "q is (…, n_q, d_k) and k is (…, n_k, d_k), here with a heads axis in front. "
             "`k.T` reverses *every* axis of a 3-D array, the heads' too: how do you swap "

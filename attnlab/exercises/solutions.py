@@ -7,14 +7,15 @@ these pass too. Exercises by lesson:
 
 - 00_start_here: scale_factor, output_shape
 - 01_dot_product: best_key, new_token_scores, score_matrix
-- 02_variance: scaled_scores, std_512, uniform_divisor
+- 02_variance: scaled_scores, std_512, uniform_divisor, var_pytorch
 - 03_scaling: temperature_for_entropy, largest_jacobian_entry
 - 04_softmax: softmax, softmax_jacobian, masked_softmax, qk_norm_scores
 - 05_values: attention, output_change, scores_for, attention_by_hand, masked_attention
 - 06_heads_and_masks: multi_head_attention, grouped_query_attention, kv_cache_bytes,
   padding_causal_mask
 - 07_cost_and_tiling: longest_sequence, merge_states, online_softmax
-- 08_does_scaling_matter: softmax_backward, attention_grad_q, unscaled_as_scaled
+- 08_does_scaling_matter: softmax_backward, attention_grad_q, predicted_move,
+  unscaled_as_scaled
 - 09_attention_family: alibi_biases, rope, reach
 - 10_in_practice: linear_attention, linear_attention_step, causal_lower_right,
   sdpa_weights
@@ -77,6 +78,18 @@ def uniform_divisor(d_k):
     return sigma * sigma * np.sqrt(d_k)
 
 
+def var_pytorch():
+    d_model = 768
+    fan_in, fan_out = d_model, 3 * d_model  # in_proj_weight stacks W_Q, W_K, W_V: (3·768, 768)
+    a = np.sqrt(6 / (fan_in + fan_out))  # Xavier-uniform: U(-a, a)
+    var_w = (2 * a) ** 2 / 12  # width w = 2a, variance w²/12 = a²/3 = 1/1536
+    # q_i = Σ_j x_j W_ji is a dot product of d_model terms of variance 1 · var_w (Section 7)
+    var_q = d_model * 1 * var_w  # σ_q² = 1/2, and the same σ_k² for an entry of k
+    # Var(q·k / √d_k) = σ_q² σ_k² (Section 7)
+    answer_var_pytorch = var_q * var_q  # 1/4
+    return answer_var_pytorch
+
+
 def largest_jacobian_entry(p):
     # |J_ij| = p_i p_j <= p_i (1 - p_i) = J_ii off the diagonal, since p_j <= 1 - p_i; and
     # x (1 - x) rises up to x = 1/2, where at most one weight can be: the top weight wins.
@@ -85,8 +98,11 @@ def largest_jacobian_entry(p):
 
 
 def temperature_for_entropy(scores, target):
-    spread = scores.max() - scores.min()  # only scores / τ matters: size τ by the row
-    low, high = spread * 1e-3, spread * 1e3  # entropy rises with τ: halve until narrow
+    low, high = 1.0, 1.0  # entropy rises with τ: grow until they bracket the target, then halve
+    while attnlab.entropy(attnlab.softmax(scores / high)) < target:
+        high *= 10  # still too sharp
+    while attnlab.entropy(attnlab.softmax(scores / low)) > target:
+        low /= 10  # still too flat
     for _ in range(100):
         tau = np.sqrt(low * high)  # the middle of the interval on a log scale
         if attnlab.entropy(attnlab.softmax(scores / tau)) < target:  # one row, one number
@@ -224,6 +240,12 @@ def attention_grad_q(Q, K, V, grad_O, scale):
     grad_P = grad_O @ V.T  # O = P V is a linear layer in P with weights V
     grad_S = softmax_backward(P, grad_P)  # back through each row's softmax
     return scale * grad_S @ K  # S = scale · Q Kᵀ is a linear layer in Q with weights scale · Kᵀ
+
+
+def predicted_move(d_k, scaled_16, unscaled_16):
+    growth = d_k / 16  # how many times d_k = 16 the new d_k is
+    # Adam moves all d_k terms of a score's change one way: it grows like d_k, ÷√d_k keeps √d_k
+    return scaled_16 * growth**0.5, unscaled_16 * growth  # ÷√d_k, then ÷1
 
 
 def unscaled_as_scaled(d_k):

@@ -116,8 +116,10 @@ def linear_costs(n, d: int) -> dict[str, np.ndarray]:
     """Multiply-adds and largest intermediate array of the two orders, with d_k = d_v = d.
 
     Quadratic order: ``n² d`` for ``φ(Q)φ(K)ᵀ`` and ``n² d`` for the product with V, an
-    ``(n, n)`` array. Linear order: ``n d²`` for ``φ(K)ᵀV``, ``n d²`` for ``φ(Q)`` times
-    it, and ``2 n d`` for the normaliser, a ``(d, d)`` array. Either order also holds the
+    ``(n, n)`` array. Linear order: ``n d²`` for ``φ(K)ᵀV`` and ``n d²`` for ``φ(Q)`` times
+    it, a ``(d, d)`` array. The normalisers are left out of both counts alike (``n²``
+    additions for the row sums of ``φ(Q)φ(K)ᵀ``, about ``2 n d`` for ``φ(Q)`` times the
+    column sums of ``φ(K)``), so the ratio is ``n / d``. Either order also holds the
     ``(n, d)`` arrays φ(Q) and φ(K), so the largest array is never smaller than ``n d``.
 
     Lesson: ``notebooks/10_in_practice.ipynb``.
@@ -125,7 +127,7 @@ def linear_costs(n, d: int) -> dict[str, np.ndarray]:
     n = np.asarray(n, dtype=np.int64)
     return {
         "quadratic_madds": 2 * n * n * d,
-        "linear_madds": 2 * n * d * d + 2 * n * d,
+        "linear_madds": 2 * n * d * d,
         "quadratic_largest": np.maximum(n * n, n * d),  # the (n, n) scores, or φ(Q) itself
         "linear_largest": np.maximum(n * d, d * d),
     }
@@ -163,6 +165,36 @@ def linear_limit(q, K) -> np.ndarray:
     """
     a = elu_feature(K) @ np.maximum(np.asarray(q, dtype=float), 0.0)
     return a / a.sum()
+
+
+def read_back(ns, c: float, d: int = 16, seed: int = 0) -> dict[str, np.ndarray]:
+    """Retrieval with no training: store n key-value pairs, query with each key, and see
+    whether its own value comes back, under softmax and under linear attention.
+
+    For each n in ``ns``: the keys are n random directions of length √d (rows of
+    N(0, I_d) rescaled), so that for a query along k_j the dot product q·k_l is largest at
+    l = j; value j is the one-hot e_j (V = I_n), so an output row *is* its row of weights.
+    Query j is ``c k_j / √d``, and softmax takes ``softmax(q_j·k_l)`` over l, as
+    :func:`sharpness` does. Shapes: K ``(n, d)``, V ``(n, n)``, outputs ``(n, n)``.
+    Returns a dict of ``(len(ns),)`` arrays: ``"softmax_right"``, ``"linear_right"`` (the
+    share of queries whose output is largest on their own value) and ``"softmax_weight"``,
+    ``"linear_weight"`` (the mean weight on it).
+
+    Lesson: ``notebooks/10_in_practice.ipynb``.
+    """
+    rng = np.random.default_rng(seed)
+    found: dict[str, list[float]] = {}
+    for n in ns:
+        K = rng.normal(size=(n, d))
+        K *= np.sqrt(d) / np.linalg.norm(K, axis=1, keepdims=True)
+        Q, V, own = c * K / np.sqrt(d), np.eye(n), np.arange(n)
+        for name, out in (
+            ("softmax", softmax(Q @ K.T) @ V),
+            ("linear", linear_attention(Q, K, V)),
+        ):
+            found.setdefault(f"{name}_right", []).append(float((out.argmax(axis=1) == own).mean()))
+            found.setdefault(f"{name}_weight", []).append(float(out[own, own].mean()))
+    return {key: np.array(values) for key, values in found.items()}
 
 
 def plot_sharpness(scales, curves: dict, limit_max: float, n_keys: int | None = None):

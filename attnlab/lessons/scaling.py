@@ -289,12 +289,12 @@ def saturated_share(S, threshold: float = 0.99) -> float:
 
 
 def mean_entropy_by_exponent(
-    d_k: int, n_keys: int, alphas, n_rows: int = 400, seed: int = 0
+    d_k: int, n_keys: int, alphas, n_rows: int = 400, seed: int = 0, c: float = 1.0
 ) -> np.ndarray:
-    """Mean entropy (nats) of ``softmax(s / d_k^α)`` over random score rows, for each α.
+    """Mean entropy (nats) of ``softmax(s / (c · d_k^α))`` over random score rows, for each α.
 
     The rows are q · k_j with every entry N(0, 1), drawn exactly and cheaply for any
-    d_k by :func:`score_rows`.
+    d_k by :func:`score_rows`; ``c`` is a constant in front of the divisor.
 
     Shapes: ``alphas (m,)`` → ``(m,)``.
 
@@ -302,8 +302,28 @@ def mean_entropy_by_exponent(
     """
     S = score_rows(d_k, n_keys, n_rows, seed)
     alphas = np.asarray(alphas, dtype=float)
-    divisors = float(d_k) ** alphas
+    divisors = c * float(d_k) ** alphas
     return entropy(softmax(S[None, :, :] / divisors[:, None, None])).mean(axis=-1)
+
+
+def curves_cross(d_small: int, d_large: int, n_keys: int, c: float = 1.0) -> tuple[float, float]:
+    """Where the mean-entropy curves of two d_k cross: (α, entropy there in nats).
+
+    The curves are :func:`mean_entropy_by_exponent` with divisor c · d_k^α and seed d_k (as
+    in the widget), on α = 0, 0.0025, …, 1; between grid points the crossing is
+    interpolated linearly. The variance argument puts it near α = ½ for every c.
+
+    Lesson: ``notebooks/03_scaling.ipynb`` (the constant c in its widget).
+    """
+    alphas = np.linspace(0.0, 1.0, 401)
+    small, large = (
+        mean_entropy_by_exponent(d, n_keys, alphas, seed=d, c=c) for d in (d_small, d_large)
+    )
+    gap = small - large  # above 0 at α = 0 (the smaller d_k is flatter), below 0 at α = 1
+    i = int(np.flatnonzero(np.diff(np.sign(gap)) != 0)[0])
+    t = gap[i] / (gap[i] - gap[i + 1])
+    alpha = float(alphas[i] + t * (alphas[i + 1] - alphas[i]))
+    return alpha, float(small[i] + t * (small[i + 1] - small[i]))
 
 
 # ---------------------------------------------------------------- figures

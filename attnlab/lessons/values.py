@@ -467,11 +467,14 @@ def seed_survey(seeds: int = 20) -> None:
     has a bound 1 − n·min_ij A_ij above 0.99 (a layer shrinks the diameter of the n points
     by at most that factor, so a bound near 1 allows a slow collapse); how many distinct points
     seed 3 has after 15; the median and smallest spread kept with the residual connection
-    Z + attention(Z) after 3, 6 and 10 layers; for seed 13, ‖Z − z̄‖ and the growth of
+    Z + attention(Z) after 3, 6 and 10 layers, and in how many seeds its :func:`width_ratio`
+    fell over 3 layers (with its median at layers 0 and 3); for seed 13, ‖Z − z̄‖ and the growth of
     ‖z̄‖ (z̄ the mean point) per layer, and the smallest weight any query of layers 3 to 10
     puts on point 0 (1.000: that point takes all the weight, so every point gets the same
-    vector added); and whether, with the residual connection, no distance between two
-    points of any seed shrank in any of 10 layers.
+    vector added), and its relative spread at layers 0 and 10 once each token is divided
+    by its length ``z / ‖z‖`` (what a normalisation such as RMSNorm does, up to a constant
+    and a learned scale); and whether, with the residual connection, no distance between
+    two points of any seed shrank in any of 10 layers.
 
     Lesson: ``notebooks/05_values.ipynb`` (the optional note of Section 5).
     """
@@ -495,6 +498,16 @@ def seed_survey(seeds: int = 20) -> None:
             f"Z + attention(Z), {layers:2} layers: spread kept, median {np.median(r):.2g},"
             f" worst {min(r):.2g} (seed {int(np.argmin(r))})"
         )
+    # Section 5 showed one seed stretching along one direction; this is every seed
+    widths = [
+        (width_ratio(Z), width_ratio(stacked_attention(Z, 3, residual=True)[-1])) for Z in starts
+    ]
+    fell = sum(after < before for before, after in widths)
+    before, after = np.median(widths, axis=0)
+    print(
+        f"Z + attention(Z), width ratio fell in {fell} of {seeds} seeds,"
+        f" median {before:.2f} at layer 0, {after:.2f} at layer 3"
+    )
     seed13 = stacked_attention(starts[13], 10, residual=True)
     size = [np.linalg.norm(Z.mean(axis=0)) for Z in seed13]  # ‖z̄‖, the shared part
     for k in (0, 3, 4, 6, 10):
@@ -504,6 +517,12 @@ def seed_survey(seeds: int = 20) -> None:
     # 1 − 9e-11 at layer 3 and 1 after it: "1.000" whatever the last bits
     least = min(float(stacked_weights(Z)[:, 0].min()) for Z in seed13[3:])
     print(f"seed 13, layers 3 to 10: smallest weight a query puts on point 0: {least:.3f}")
+    # Unit-length tokens: what is left once a normalisation removes the growing shared part
+    unit = [relative_spread(Z / np.linalg.norm(Z, axis=1, keepdims=True)) for Z in seed13]
+    print(
+        f"seed 13, each token divided by its length: relative spread {unit[0]:.2f} at layer 0,"
+        f" {unit[10]:.1g} at layer 10"
+    )
     never = True
     for Z in starts:
         run = stacked_attention(Z, 10, residual=True)

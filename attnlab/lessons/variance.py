@@ -5,8 +5,8 @@ q·k whose variance is σ_q² σ_k² d_k. The functions here draw such dot produ
 (vectorised, in chunks so memory stays small), measure their variances, and
 draw the lesson's figures with the course's look (``attnlab.plots``).
 
-Lesson: ``notebooks/02_variance.ipynb`` (the widget ``variance_explorer`` uses
-the same samples).
+Lesson: ``notebooks/02_variance.ipynb`` (the widget ``variance_explorer`` draws its
+rows with ``unit_components``).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def samples_by_dk(
 ) -> dict[int, np.ndarray]:
     """``{d_k: dot_product_samples(d_k, n, rng, dist)}`` for every d_k, in the given order.
 
-    Lesson: ``notebooks/02_variance.ipynb``; also the widget ``variance_explorer``.
+    Lesson: ``notebooks/02_variance.ipynb``.
     """
     return {int(d): dot_product_samples(d, n, rng, dist, **sigmas) for d in d_ks}
 
@@ -478,7 +478,7 @@ def uniform_divisor(d_k: int) -> float:
     return float(np.sqrt(d_k) / 3)
 
 
-# How three common recipes initialise a projection W of shape (d_in, d_out): name → a
+# How four common recipes initialise a projection W of shape (d_in, d_out): name → a
 # function (rng, d_in, shape) drawing it.
 INITIALISATIONS = {
     # LeCun normal, the default of Flax's nn.Dense (which truncates the normal and keeps
@@ -488,6 +488,12 @@ INITIALISATIONS = {
     # whose variance is (2/√d_in)²/12 = 1/(3 d_in).
     "PyTorch nn.Linear, U(±1/√d)": lambda rng, d_in, shape: rng.uniform(
         -1 / np.sqrt(d_in), 1 / np.sqrt(d_in), shape
+    ),
+    # PyTorch's nn.MultiheadAttention: xavier_uniform_ on the packed in_proj_weight, which
+    # stacks W_Q, W_K and W_V into one (3 d_in, d_in) matrix, so fan_in = d_in and
+    # fan_out = 3 d_in: U(±a) with a = √(6/(fan_in + fan_out)), variance a²/3 = 1/(2 d_in).
+    "PyTorch MultiheadAttention, U(±√(6/4d))": lambda rng, d_in, shape: rng.uniform(
+        -np.sqrt(6 / (d_in + 3 * d_in)), np.sqrt(6 / (d_in + 3 * d_in)), shape
     ),
     "GPT-2, N(0, 0.02²)": lambda rng, d_in, shape: rng.normal(0, 0.02, shape),
 }

@@ -1,9 +1,10 @@
 """Lesson 08's widget: the attention of the model as it trains.
 
-``training_attention``: pick a training step and whether the scores are divided by
-√d_k; the view shows one seed's attention weights at d_k = 256 on held-out sequences
-at that step, and each row's weight on the pair that holds the answer. It shows
-weights kept during one training run (``lesson.attention_maps(..., keep=...)``).
+``training_attention``: pick d_k, a training step and whether the scores are divided
+by √d_k; the view shows one seed's attention weights on held-out sequences at that
+step, and each row's weight on the pair that holds the answer. It shows weights kept
+during one training run (``lesson.attention_maps(..., keep=...)``); the runs of another
+d_k train the first time it is picked.
 
 Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
 """
@@ -32,14 +33,22 @@ class TrainingAttention(CourseWidget):
     ncols = 2
     figsize = (7.4, 3.0)
 
-    def __init__(self, maps: Any) -> None:
+    def __init__(self, maps: Any, task: Any) -> None:
         self.maps = maps
+        self.task = task
+        self.by_d_k = {maps.d_k: maps}  # the runs of other d_k train when first picked
         self.n_sequences, self.n_pairs = maps.start[REFERENCE].shape
         self.figsize = (7.4, max(3.0, 1.4 + 0.15 * self.n_sequences))
         super().__init__()
 
     def make_controls(self) -> dict[str, Any]:
         style = {"description_width": "initial"}
+        d_k = widgets.ToggleButtons(
+            options=sorted({*lesson.D_KS, self.maps.d_k}),
+            value=self.maps.d_k,
+            description="d_k:",
+            style=style,
+        )
         step = widgets.SelectionSlider(
             options=sorted(self.maps.steps), value=0, description="training step", style=style
         )
@@ -49,7 +58,7 @@ class TrainingAttention(CourseWidget):
             description="divide scores by:",
             style=style,
         )
-        return {"step": step, "divisor": divisor}
+        return {"d_k": d_k, "step": step, "divisor": divisor}
 
     def arrange(self) -> list[Any]:
         return [*self.controls.values(), self.view.image, self.readout]
@@ -81,8 +90,19 @@ class TrainingAttention(CourseWidget):
         )
         return [self.heat, rings, self.bars]
 
-    def update(self, step: int, divisor: str) -> None:
-        weights = self.maps.steps[step][divisor]
+    def maps_for(self, d_k: int) -> Any:
+        """The weights of the runs at ``d_k``, trained like the first ones if not yet."""
+        if d_k not in self.by_d_k:
+            self.readout.value = f"Training the two models at d_k = {d_k} (a few seconds)…"
+            kept = sorted(self.maps.steps)
+            self.by_d_k[d_k] = lesson.attention_maps(
+                self.task, d_k, n_sequences=self.n_sequences, steps=kept[-1], keep=tuple(kept)
+            )
+        return self.by_d_k[d_k]
+
+    def update(self, d_k: int, step: int, divisor: str) -> None:
+        maps = self.maps_for(d_k)
+        weights = maps.steps[step][divisor]
         rows = np.arange(self.n_sequences)
         on_right = weights[rows, self.maps.right]
         self.heat.set_data(weights)
@@ -91,23 +111,27 @@ class TrainingAttention(CourseWidget):
         largest = weights.max(axis=-1)
         n = self.n_sequences
         self.readout.value = (
-            f"<b>d_k = {self.maps.d_k}, scores ÷ {lesson.LABELS[divisor][2:]}, after {step} "
+            f"<b>d_k = {d_k}, scores ÷ {lesson.LABELS[divisor][2:]}, after {step} "
             f"training steps</b>: mean largest weight {largest.mean():.2f}; rows with a "
             f"weight above {SATURATED}: {int((largest > SATURATED).sum())} of {n}; largest "
             f"weight on the right pair: {int((weights.argmax(axis=-1) == self.maps.right).sum())} "
             f"of {n}."
         )
-        self.shown = {"weights": weights, "on_right": on_right, "step": step}
+        self.shown = {"weights": weights, "on_right": on_right, "step": step, "d_k": d_k}
 
 
-def training_attention(maps: Any = None) -> TrainingAttention:
-    """One seed's attention weights during training, with and without ÷√d_k.
+def training_attention(maps: Any = None, task: Any = None) -> TrainingAttention:
+    """One seed's attention weights during training, with and without ÷√d_k, at a
+    chosen d_k.
 
     ``maps``: ``lesson.attention_maps(task, d_k, keep=...)``, the weights of a scaled and
     an unscaled model (``"√d_k"`` and ``"1"``) on the same held-out sequences, kept at
     several step counts; by default the lesson's, ``lesson.attention_maps(lesson.make_task(),
     256, keep=lesson.MAP_STEPS)``, which trains two models for a few seconds.
-    ``controls``: ``"step"`` (the kept step counts) and ``"divisor"``.
+    ``task``: the task ``maps`` was trained on (by default the lesson's,
+    ``lesson.make_task()``); picking another d_k (``lesson.D_KS``) trains its two models
+    on it the first time, with the same seed, sequences and kept steps.
+    ``controls``: ``"d_k"``, ``"step"`` (the kept step counts) and ``"divisor"``.
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
@@ -124,4 +148,4 @@ def training_attention(maps: Any = None) -> TrainingAttention:
             "maps must hold the scaled and the unscaled model, divisors ('√d_k', '1'); "
             f"{sorted(missing)} missing."
         )
-    return TrainingAttention(maps)
+    return TrainingAttention(maps, lesson.make_task() if task is None else task)

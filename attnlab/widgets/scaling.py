@@ -1,14 +1,16 @@
-"""Scaling strip: one row of raw scores, divided by d_k^α for α from 0 (÷1) to 1 (÷d_k).
+"""Scaling strip: one row of raw scores, divided by c · d_k^α for α from 0 (÷c) to 1 (÷c d_k).
 
-Formula: weights ``softmax(s / d_k^α)``. At α = 0 the raw scores q·k (standard
-deviation √d_k) make the row nearly one-hot; at α = 1/2 they have standard
+Formula: weights ``softmax(s / (c · d_k^α))``. With c = 1: at α = 0 the raw scores q·k
+(standard deviation √d_k) make the row nearly one-hot; at α = 1/2 they have standard
 deviation 1 and the weights spread out; towards α = 1 they shrink to 0 and the row
 flattens towards uniform. For the built-in row, d_k can move too. A panel beside the
 row plots the mean entropy of 400 random rows against α for this d_k, with a dot at
 the slider's α: one row varies by chance, the mean shows the rule. The panel keeps a
 grey curve for each d_k the learner has visited, and marks α = 1/2 once both ends
 (d_k = 4 and 1024) have been visited, so the lesson's "predict, then move" task is not
-answered before the sliders move.
+answered before the sliders move. The constant c (½, 1 or 2) moves every curve up or
+down, but the curves still cross near α = 1/2: the variance argument fixes the
+exponent, not the constant.
 
 Lesson: ``notebooks/03_scaling.ipynb``.
 """
@@ -33,12 +35,20 @@ SEED = 18
 MAX_KEYS = 16
 EXPONENTS = (0.0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0)
 D_KS = (4, 16, 64, 256, 1024)
+# The constant c in front of the divisor c · d_k^α: (label, value).
+CONSTANTS = (("½", 0.5), ("1", 1.0), ("2", 2.0))
 # The slider's steps; the panel's curves are computed at each of them.
 ALPHA_STEP = 0.025
 ALPHAS = np.linspace(0.0, 1.0, 41)
 CURVE_ROWS = 400
-# Where each grey curve's label sits (α), staggered so that neighbours do not overlap.
-LABEL_AT = {4: 0.2, 16: 0.2, 64: 0.2, 256: 0.2, 1024: 0.3}
+# Where each grey curve's label sits (α), for each c: staggered where neighbouring curves
+# lie apart. The lowest curve's label sits just below it, where no other curve runs.
+LABEL_AT = {
+    0.5: {4: 0.1, 16: 0.2, 64: 0.25, 256: 0.35, 1024: 0.45},
+    1.0: {4: 0.1, 16: 0.1, 64: 0.2, 256: 0.3, 1024: 0.4},
+    2.0: {4: 0.05, 16: 0.05, 64: 0.125, 256: 0.2, 1024: 0.3},
+}
+BELOW = D_KS[-1]
 
 
 def example_scores(d_k: int = DEFAULT_D_K, n_keys: int = DEFAULT_KEYS, seed: int = SEED):
@@ -54,22 +64,23 @@ def example_scores(d_k: int = DEFAULT_D_K, n_keys: int = DEFAULT_KEYS, seed: int
     return K[:, :d_k] @ q[:d_k]
 
 
-_CURVES: dict[tuple[int, int], np.ndarray] = {}
+_CURVES: dict[tuple[int, int, float], np.ndarray] = {}
 
 
-def mean_entropy_curve(d_k: int, n_keys: int) -> np.ndarray:
-    """Mean entropy of 400 random rows at each α of ``ALPHAS`` (kept once computed)."""
-    key = (d_k, n_keys)
+def mean_entropy_curve(d_k: int, n_keys: int, c: float = 1.0) -> np.ndarray:
+    """Mean entropy of 400 random rows divided by c · d_k^α, at each α of ``ALPHAS`` (kept
+    once computed)."""
+    key = (d_k, n_keys, c)
     if key not in _CURVES:
-        _CURVES[key] = mean_entropy_by_exponent(d_k, n_keys, ALPHAS, CURVE_ROWS, seed=d_k)
+        _CURVES[key] = mean_entropy_by_exponent(d_k, n_keys, ALPHAS, CURVE_ROWS, seed=d_k, c=c)
     return _CURVES[key]
 
 
 class ScalingStrip(CourseWidget):
-    """The softmax weights of one score row, and the scores, divided by d_k^α.
+    """The softmax weights of one score row, and the scores, divided by c · d_k^α.
 
-    ``scores`` and ``d_k``: the raw row and its d_k. ``shown``: ``"divisor"``
-    (d_k^α), ``"scores"`` (÷ the divisor), ``"weights"``, ``"largest"`` and
+    ``scores`` and ``d_k``: the raw row and its d_k. ``shown``: ``"c"``, ``"divisor"``
+    (c · d_k^α), ``"scores"`` (÷ the divisor), ``"weights"``, ``"largest"`` and
     ``"entropy"`` (of the weights, in nats), ``"mean_entropy"`` (of 400 random rows
     of the same d_k and number of keys at this α, the panel's dot), ``"grey_curves"`` (the d_k
     visited so far, whose curves the panel shows) and ``"half_line"`` (whether the line
@@ -96,7 +107,7 @@ class ScalingStrip(CourseWidget):
             min=0.0,
             max=1.0,
             step=ALPHA_STEP,
-            description="divide by d_k^α,  α =",
+            description="divide by c · d_k^α,  α =",
             readout_format=".3f",
             style={"description_width": "initial"},
             layout=widgets.Layout(width="420px"),
@@ -111,12 +122,19 @@ class ScalingStrip(CourseWidget):
             disabled=not self.built_in,
             style={"description_width": "initial"},
         )
-        return {"alpha": slider, "d_k": d_k}
+        c = widgets.SelectionSlider(
+            options=CONSTANTS,
+            value=1.0,
+            description="constant c",
+            style={"description_width": "initial"},
+        )
+        return {"alpha": slider, "d_k": d_k, "c": c}
 
     def arrange(self) -> list[Any]:
         return [
             self.controls["alpha"],
             self.controls["d_k"],
+            self.controls["c"],
             self.ends,
             self.readout,
             self.view.image,
@@ -162,7 +180,7 @@ class ScalingStrip(CourseWidget):
             ylabel="",
         )
         ax_s.set_title(
-            r"scores ÷ $d_k^{\,\alpha}$ (colours on the raw scores' scale)",
+            r"scores ÷ $c\, d_k^{\,\alpha}$ (colours on the raw scores' scale)",
             loc="left",
             fontsize=9,
         )
@@ -183,21 +201,20 @@ class ScalingStrip(CourseWidget):
         """
         d_ks = D_KS if self.built_in else (self.d_k,)
         self.grey: dict[int, list[Any]] = {}
-        for i, d_k in enumerate(d_ks):
-            curve = mean_entropy_curve(d_k, n)
-            (line,) = ax.plot(ALPHAS, curve, color="0.7", lw=1, visible=False)
-            at = int(np.searchsorted(ALPHAS, LABEL_AT.get(d_k, 0.2) - 1e-9))
+        box = {"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none"}
+        for d_k in d_ks:
+            (line,) = ax.plot(ALPHAS, mean_entropy_curve(d_k, n), color="0.7", lw=1, visible=False)
             label = ax.text(
-                ALPHAS[at],
-                curve[at],
-                f"$d_k$ = {d_k}" if i == 0 else f"{d_k}",
+                0.0,
+                0.0,
+                f"{d_k}",
                 ha="center",
-                va="center",
+                va="top" if d_k == BELOW else "center",
                 fontsize=7,
                 color="0.35",
-                bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none"},
-                visible=False,
+                bbox=box,
             )
+            label.set_visible(False)
             self.grey[d_k] = [line, label]
         ax.axhline(np.log(n), color="grey", ls="--", lw=1)
         ax.text(1.0, np.log(n), f"uniform: log {n}", ha="right", va="bottom", fontsize=7)
@@ -216,43 +233,66 @@ class ScalingStrip(CourseWidget):
             f"mean entropy of {CURVE_ROWS} random rows q·k,\n{which}", loc="left", fontsize=9
         )
         (self.curve,) = ax.plot([], [], color=plots.ACCENT, lw=2)
+        # The blue curve's label, in the free corner: its grey label is hidden under it.
+        self.label = ax.text(
+            0.98,
+            0.04,
+            "",
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            color=plots.ACCENT,
+        )
         (self.dot,) = ax.plot([], [], "o", color=plots.ACCENT, ms=7)
         lines = [line for line, _ in self.grey.values()]
         labels = [label for _, label in self.grey.values()]
-        return [*lines, *labels, self.half, self.curve, self.dot]
+        return [*lines, *labels, self.half, self.curve, self.label, self.dot]
 
-    def update(self, alpha: float, d_k: int) -> None:
+    def update(self, alpha: float, d_k: int, c: float) -> None:
         if d_k != self.d_k:  # the built-in row at another size d_k: new scores, new colours
             self.d_k, self.scores = d_k, example_scores(d_k)
             limit = float(np.abs(self.scores).max()) or 1.0
             self.scores_strip.image.set_clim(-limit, limit)
+        times = "" if c == 1.0 else f"{c:g} "
+        raw = "1, the raw scores" if c == 1.0 else f"{c:g}"
         self.ends.value = (
-            f"α = 0: ÷ 1, the raw scores &nbsp;…&nbsp; α = 0.5: ÷ √d_k = "
-            f"÷ {np.sqrt(self.d_k):.2f} &nbsp;…&nbsp; α = 1: ÷ d_k = ÷ {self.d_k}"
+            f"α = 0: ÷ {raw} &nbsp;…&nbsp; α = 0.5: ÷ {times}√d_k = "
+            f"÷ {c * np.sqrt(self.d_k):.2f} &nbsp;…&nbsp; α = 1: ÷ {times}d_k = "
+            f"÷ {c * self.d_k:g}"
         )
-        divisor = float(self.d_k) ** alpha
+        divisor = c * float(self.d_k) ** alpha
         scaled = self.scores / divisor
         weights = softmax(scaled)
         largest, ent = float(weights.max()), float(entropy(weights))
         self.strip.update(weights)
         self.scores_strip.update(scaled)
         self.status.set_text(f"largest {largest:.3f}    entropy {ent:.2f} nats")
-        curve = mean_entropy_curve(self.d_k, self.scores.size)
+        n = self.scores.size
+        curve = mean_entropy_curve(self.d_k, n, c)
         mean_entropy = float(np.interp(alpha, ALPHAS, curve))
         self.curve.set_data(ALPHAS, curve)
         self.dot.set_data([alpha], [mean_entropy])
         self.visited.add(self.d_k)
-        for d, artists in self.grey.items():
-            for artist in artists:
-                artist.set_visible(d in self.visited)
+        self.label.set_text(f"blue: $d_k$ = {self.d_k}")
+        for d, (line, label) in self.grey.items():
+            line.set_visible(d in self.visited)
+            label.set_visible(d in self.visited and d != self.d_k)
+            if d in self.visited:
+                grey = mean_entropy_curve(d, n, c)
+                line.set_ydata(grey)
+                at = int(np.searchsorted(ALPHAS, LABEL_AT[c].get(d, 0.3) - 1e-9))
+                label.set_position((ALPHAS[at], grey[at] - 0.05 * (d == BELOW)))
         half = not self.built_in or {D_KS[0], D_KS[-1]} <= self.visited
         self.half.set_visible(half)
         if divisor == 1.0:
             which = " (the raw scores)"
-        elif np.isclose(divisor, np.sqrt(self.d_k)):
-            which = " = √d_k"
-        elif np.isclose(divisor, self.d_k):
-            which = " = d_k"
+        elif alpha == 0.0:
+            which = " = c"
+        elif np.isclose(alpha, 0.5):
+            which = f" = {times}√d_k"
+        elif alpha == 1.0:
+            which = f" = {times}d_k"
         else:
             which = ""
         self.readout.value = (
@@ -260,6 +300,7 @@ class ScalingStrip(CourseWidget):
             f"{scaled.min():.1f} to {scaled.max():.1f}"
         )
         self.shown = {
+            "c": c,
             "divisor": divisor,
             "scores": scaled,
             "weights": weights,
@@ -278,8 +319,9 @@ def scaling_strip(scores: Any = None, d_k: int | None = None) -> ScalingStrip:
     ``scores``: optional 1-D array of 2 to 16 finite raw scores; pass ``d_k`` with them.
     ``d_k``: optional whole number ≥ 1 (default 256); alone, it makes a built-in row of
     10 scores q·k of that size (seeded). The slider moves α from 0 (÷1, the raw scores)
-    through 0.5 (÷√d_k) to 1 (÷d_k). ``controls``: ``"alpha"``, and ``"d_k"``, which moves
-    the built-in row through ``D_KS`` (for your own scores it stays at your d_k). Beside
+    through 0.5 (÷√d_k) to 1 (÷d_k). ``controls``: ``"alpha"``; ``"d_k"``, which moves
+    the built-in row through ``D_KS`` (for your own scores it stays at your d_k); and
+    ``"c"``, a constant in front of the divisor, c · d_k^α, with c = ½, 1 or 2. Beside
     the row, the mean entropy of 400 random rows of the same d_k and number of keys
     against α, with a dot at the slider's α, and a grey curve for each d_k you have visited.
 
