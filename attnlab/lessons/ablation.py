@@ -293,10 +293,11 @@ def _fit(
 
 
 # Training splits the models into two groups when each group's step is big enough for
-# NumPy to spend its time in compiled loops, which release the GIL (about 2^18 numbers
-# in K): two threads then train the groups side by side. Smaller models would only wait
-# for each other.
-_GROUP_NUMBERS = 1 << 18
+# NumPy to spend most of its time in compiled loops, which release the GIL: two threads
+# then train the groups side by side. The size is the numbers a group's projections
+# write per step, models × sequences × pairs × (d_k + d_model); at about 2^17 two
+# threads start to beat one on 2 cores. Smaller groups would only wait for each other.
+_GROUP_NUMBERS = 1 << 17
 
 
 def _groups(divisors: tuple, seeds: tuple) -> list[tuple[tuple, tuple]]:
@@ -319,7 +320,7 @@ def _fit_on_cores(task: Task, d_k: int, divisors: tuple, seeds: tuple, *settings
     where there are two cores, else one after the other, with the same result.
     """
     batch_size = settings[1]
-    per_group = len(divisors) * len(seeds) // 2 * batch_size * task.n_pairs * d_k
+    per_group = len(divisors) * len(seeds) // 2 * batch_size * task.n_pairs * (d_k + task.d_model)
     if len(divisors) * len(seeds) < 2 or per_group < _GROUP_NUMBERS:
         return _fit(task, d_k, divisors, seeds, *settings)
     groups = _groups(divisors, seeds)
