@@ -181,11 +181,10 @@ def _softmax_sum_hint(got, want, inputs):
     lost = (got == 0).all(axis=-1) & (np.abs(inputs["x"]).max(axis=-1) > EXP_LIMIT)
     if lost.any():
         rows_lost = [str(r) for r in np.flatnonzero(lost)]
-        which = (
-            f"Row {rows_lost[0]} of your result is all zeros. Its scores are"
-            if len(rows_lost) == 1
-            else f"Rows {', '.join(rows_lost[:-1])} and {rows_lost[-1]} of your result are all "
-            "zeros. Their scores are"
+        which = _which_rows(
+            rows_lost,
+            "of your result is all zeros. Its scores are",
+            "of your result are all zeros. Their scores are",
         )
         return (
             f"{which} far too large or too negative for a plain exp: exp(10000) overflows "
@@ -208,6 +207,13 @@ def _softmax_sum_hint(got, want, inputs):
     return f"Each row of a softmax sums to 1, but your rows sum to {sums}."
 
 
+def _which_rows(rows: list[str], one: str, many: str) -> str:
+    """The start of a message about some rows: "Row 2 <one>" or "Rows 1, 2 and 4 <many>"."""
+    if len(rows) == 1:
+        return f"Row {rows[0]} {one}"
+    return f"Rows {', '.join(rows[:-1])} and {rows[-1]} {many}"
+
+
 def _softmax_flat_row_hint(got, want, inputs):
     """Rows of equal weights where the scores differ: most often the scores were clipped
     (``np.clip``) to keep exp in range, which erases their gaps."""
@@ -220,11 +226,10 @@ def _softmax_flat_row_hint(got, want, inputs):
     if not flat.any():
         return None
     rows = [str(r) for r in np.flatnonzero(flat)]
-    which = (
-        f"Row {rows[0]} of your result gives every key the same weight, but its scores differ"
-        if len(rows) == 1
-        else f"Rows {', '.join(rows[:-1])} and {rows[-1]} of your result give every key the "
-        "same weight, but their scores differ"
+    which = _which_rows(
+        rows,
+        "of your result gives every key the same weight, but its scores differ",
+        "of your result give every key the same weight, but their scores differ",
     )
     return (
         f"{which}, and softmax depends on exactly those differences. Did you clip the scores "

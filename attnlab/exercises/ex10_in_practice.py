@@ -1312,12 +1312,10 @@ def _inverted_bool_mask(got, want, inputs: dict[str, Any]) -> str | None:
     # Mistake: an answer that reads the mask this way usually builds its own causal mask
     # to match (True above the diagonal), so its is_causal case is right and no single
     # slip of the reference explains both cases.
-    mask = inputs["attn_mask"]
-    if mask is None or np.asarray(mask).dtype != np.bool_ or got.shape != want.shape:
+    found = _bool_mask_and_scores(got, want, inputs)
+    if found is None:
         return None
-    q, k, scale = inputs["q"], inputs["k"], inputs["scale"]
-    c = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
-    S = q @ np.swapaxes(k, -1, -2) * c
+    mask, S = found
     return _INVERTED_BOOL if matches(got, softmax(np.where(mask, -np.inf, S))) else None
 
 
@@ -1325,13 +1323,22 @@ def _bool_mask_added(got, want, inputs: dict[str, Any]) -> str | None:
     # A bool attn_mask added as 0/1, whatever the causal path does (an answer that hides
     # the future keys of is_causal with −∞ but adds every attn_mask is no single slip of
     # the reference, so the Mistake above misses it).
+    found = _bool_mask_and_scores(got, want, inputs)
+    if found is None:
+        return None
+    mask, S = found
+    return _BOOL_ADDED if matches(got, softmax(S + mask)) else None
+
+
+def _bool_mask_and_scores(got, want, inputs: dict[str, Any]):
+    """(the bool attn_mask, the scaled scores) of a case with a bool mask and an answer of
+    the right shape; None otherwise."""
     mask = inputs["attn_mask"]
     if mask is None or np.asarray(mask).dtype != np.bool_ or got.shape != want.shape:
         return None
     q, k, scale = inputs["q"], inputs["k"], inputs["scale"]
     c = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
-    S = q @ np.swapaxes(k, -1, -2) * c
-    return _BOOL_ADDED if matches(got, softmax(S + mask)) else None
+    return mask, q @ np.swapaxes(k, -1, -2) * c
 
 
 def _none_used(message: str, inputs: dict[str, Any]) -> bool:
