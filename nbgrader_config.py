@@ -16,3 +16,7 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 # cell; the rest of the submission is still run and graded.
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
+# After a cell's reply, nbgrader waits this long for the kernel's last output before it
+# calls the cell errored. nbgrader's default, 4 s, is too short when a whole class is
+# graded at once on a few cores: a correct submission could be marked as an error.
+c.Execute.iopub_timeout = 30

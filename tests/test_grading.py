@@ -85,8 +85,15 @@ def test_learner_copies_match_nbgrader_release(root, lesson):
 
 
 def validate(source: Path, released: Path) -> tuple[dict, dict]:
-    """nbgrader's Validator on the source, and inverted on the student version."""
-    return Validator().validate(str(source)), Validator(invert=True).validate(str(released))
+    """nbgrader's Validator on the source, and inverted on the student version, with the
+    course's settings (nbgrader_config.py), as `nbgrader validate` in the course folder."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    cfg = PyFileConfigLoader("nbgrader_config.py", path=str(course.ROOT)).load_config()
+    return (
+        Validator(config=cfg).validate(str(source)),
+        Validator(config=cfg, invert=True).validate(str(released)),
+    )
 
 
 def test_source_validates_and_release_fails_every_exercise(root):

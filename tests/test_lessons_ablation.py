@@ -1247,6 +1247,10 @@ def test_predicted_move_passes_in_any_form(answer):
         (lambda d_k, s, u: (u * d_k / 16, s * (d_k / 16) ** 0.5), "in the wrong order"),
         (lambda d_k, s, u: (s * (d_k / 16) ** 0.75, u * (d_k / 16) ** 1.5), "the power 0.75"),
         (lambda d_k, s, u: (-s, u), "can't be 0 or negative"),
+        # d_k // 16 is right at every multiple of 16: the case d_k = 100 catches it
+        (lambda d_k, s, u: (s * (d_k // 16) ** 0.5, u * (d_k // 16)), "rounded d_k/16 down"),
+        (lambda d_k, s, u: (s * int(d_k / 16) ** 0.5, u * int(d_k / 16)), "6.25 times 16"),
+        (lambda d_k, s, u: (s * (d_k / 16) ** 0.5, u * (d_k // 16)), "uses 6 = d_k // 16"),
         (
             lambda d_k, s, u: (s * (d_k / 16) ** 0.5, u * d_k / 16) if d_k != 16 else (1.0, 1.0),
             "the prediction is the measurement itself",

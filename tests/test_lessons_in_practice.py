@@ -457,6 +457,24 @@ def test_a_bool_mask_added_as_numbers_is_named_whatever_the_causal_path(causal_p
     assert result.message.startswith(ex._BOOL_ADDED), result.message
 
 
+@pytest.mark.parametrize("other_options", ["handled", "ignored too"])
+def test_a_bool_mask_never_applied_is_named(other_options):
+    # The bool branch left out: the keys marked False keep their weight. The causal rule
+    # and the float mask may be handled (no single slip of the reference) or not.
+    def skips_bool(q, k, attn_mask=None, is_causal=False, scale=None):
+        S = q @ np.swapaxes(k, -1, -2) * (q.shape[-1] ** -0.5 if scale is None else scale)
+        if other_options == "handled":
+            if is_causal:
+                S = np.where(attnlab.causal_mask(*S.shape[-2:]), S, -np.inf)
+            if attn_mask is not None and attn_mask.dtype != bool:
+                S = S + attn_mask
+        return attnlab.softmax(S)
+
+    result = check("sdpa_weights", skips_bool)
+    assert not result.passed
+    assert result.message.startswith(ex._BOOL_IGNORED), result.message
+
+
 def test_sdpa_weights_with_k_T_or_a_missing_option_gets_a_specific_hint():
     def k_t(q, k, attn_mask=None, is_causal=False, scale=None):
         return attnlab.softmax(q @ k.T)

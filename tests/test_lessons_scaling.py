@@ -647,6 +647,23 @@ def test_the_gradient_at_the_query_keeps_its_size_only_with_the_divisor():
     np.testing.assert_allclose(short, full, rtol=1e-12)
 
 
+def test_with_nn_linears_default_the_raw_rows_pass_more_gradient_to_the_query():
+    d_ks = (16, 64, 256, 1024)
+    unit = lesson.query_gradient_norms(d_ks, alphas=(0.5,), n_rows=400)
+    # init_std scales the same draws of q and K; ∂L/∂p is drawn the same way too
+    default = lesson.query_gradient_norms(d_ks, alphas=(0, 0.5), n_rows=400, init_std=3**-0.5)
+    assert default.shape == (2, 4)
+    raw, scaled = default
+    assert np.all((scaled > 0.1) & (scaled < 0.18))  # still the same at every d_k
+    assert np.all(scaled < unit[0])  # near-uniform rows and shorter keys pass less
+    assert np.all(raw[1:] > 2 * scaled[1:])  # the raw rows are not collapsed yet at 1024
+    assert raw[-1] < raw[1]  # but their gradient has started to fall
+    # σ = 1 is the default
+    np.testing.assert_array_equal(
+        lesson.query_gradient_norms(d_ks, alphas=(0.5,), n_rows=400, init_std=1.0), unit
+    )
+
+
 # ------------------------------------------------- largest_jacobian_entry exercise
 
 

@@ -365,6 +365,8 @@ def _unit(A, axis=-1):
             "the L1 norm",
         ),
         (lambda Q, K, g: attnlab.softmax(g * _unit(Q) @ _unit(K).T), "those are attention weights"),
+        (lambda Q, K, g: g * np.cos(Q @ K.T), "no np.cos is needed"),
+        (lambda Q, K, g: g * np.cos(_unit(Q) @ _unit(K).T), "gives cos(cos θ_ij)"),
         (
             lambda Q, K, g: attnlab.softmax(g * _unit(Q) @ _unit(K).T / np.sqrt(Q.shape[1])),
             "those are attention weights",
@@ -472,3 +474,12 @@ def test_qk_norm_scores_off_by_a_factor_are_told_the_scale_not_the_range(answer,
     assert not result.passed
     assert said in result.message
     assert "outside [-g, g]" not in result.message
+
+
+def test_a_masked_softmax_that_fills_with_zero_then_zeroes_the_weights_is_told_both_steps():
+    result = attnlab.check(
+        "masked_softmax", lambda x, mask: attnlab.softmax(np.where(mask, x, 0.0)) * mask
+    )
+    assert not result.passed
+    assert "set the blocked scores to 0 before the softmax" in result.message
+    assert "largest difference" not in result.message

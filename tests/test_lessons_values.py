@@ -354,6 +354,48 @@ def test_masked_attention_names_the_slip(answer, phrase):
     assert not result.passed and phrase in result.message
 
 
+def _column_softmax(S, shift_by_row):
+    e = np.exp(S - S.max(axis=-1 if shift_by_row else -2, keepdims=True))
+    return e / e.sum(axis=-2, keepdims=True)
+
+
+@pytest.mark.parametrize("shift_by_row", [False, True])
+def test_a_softmax_down_the_columns_is_named_despite_the_nan_of_a_fully_blocked_key(
+    shift_by_row,
+):
+    from attnlab import check
+
+    def answer(Q, K, V, mask):
+        S = np.where(mask, _scaled_scores(Q, K), -np.inf)
+        return _column_softmax(S, shift_by_row) @ V
+
+    result = check("masked_attention", answer)
+    assert not result.passed
+    assert "runs over the queries" in result.message and "Key 1 is blocked" in result.message
+
+
+def test_an_answer_that_is_nan_everywhere_is_not_called_a_column_softmax():
+    from attnlab import check
+
+    result = check(
+        "masked_attention", lambda Q, K, V, mask: np.full(Q.shape[:-1] + V.shape[-1:], np.nan)
+    )
+    assert not result.passed and "runs over the queries" not in result.message
+
+
+def test_writing_into_the_mask_points_to_np_where():
+    from attnlab import check
+
+    def answer(Q, K, V, mask):
+        mask[...] = ~mask  # inverted in place: the caller's mask changes
+        return attnlab.softmax(np.where(mask, -np.inf, _scaled_scores(Q, K))) @ V
+
+    result = check("masked_attention", answer)
+    assert not result.passed
+    assert "wrote into its input mask" in result.message
+    assert "np.where(mask, S, -np.inf)" in result.message and "mask / c" not in result.message
+
+
 @pytest.mark.parametrize(
     ("answer", "phrase"),
     [

@@ -712,6 +712,12 @@ MASKED_MISTAKES = (
         lambda x, mask: softmax_rows(np.where(mask, x, 0.0)),
     ),
     Mistake(
+        "You set the blocked scores to 0 before the softmax, so they took a share "
+        "(exp(0) = 1), and zeroing them afterwards leaves rows summing to less than 1. Which "
+        "score has exp(score) = 0 exactly?",
+        lambda x, mask: softmax_rows(np.where(mask, x, 0.0)) * mask,
+    ),
+    Mistake(
         "You zeroed the blocked weights after the softmax, so your rows sum to less than 1. "
         "The kept keys should share all of the weight: what would you have to divide by, and "
         "why is putting -inf into the scores before the softmax simpler?",
@@ -1126,6 +1132,17 @@ QK_NORM_MISTAKES = (
         "You divided cos θ_ij by g, but the formula multiplies: the scores are g cos θ_ij, "
         "in [-g, g], so a larger g makes sharper rows.",
         lambda Q, K, g: _unit_rows(Q) @ _unit_rows(K).T / g,
+    ),
+    Mistake(
+        "You applied np.cos to the dot products, but θ_ij is the angle between q_i and k_j, "
+        "and the dot product of two vectors of length 1 already equals cos θ_ij (lesson 01): "
+        "no np.cos is needed. Which two divisions make q_i · k_j equal cos θ_ij?",
+        lambda Q, K, g: g * np.cos(Q @ K.T),
+    ),
+    Mistake(
+        "Your queries and keys have length 1, so their dot product already is cos θ_ij: "
+        "taking np.cos of it gives cos(cos θ_ij). Which step can you leave out?",
+        lambda Q, K, g: g * np.cos(_unit_rows(Q) @ _unit_rows(K).T),
     ),
     Mistake(
         "Your scores are transposed: row i should hold query i's scores, one column per key. "

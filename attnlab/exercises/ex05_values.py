@@ -1123,10 +1123,53 @@ def _passes_mask_to_softmax(answer: Any, inputs: dict[str, Any], timeout: float 
     return any(seen)
 
 
+def _over_queries(inputs: dict[str, Any]) -> list[np.ndarray]:
+    """Outputs of a softmax down each key's column (shifted by the column's or the row's
+    maximum); a key every query blocks gives 0 there, not the learner's NaN."""
+    S = blocked_to_minus_inf(_scaled(inputs["Q"], inputs["K"]), inputs["mask"])
+    with np.errstate(all="ignore"):
+        e = np.exp(S - np.max(S, axis=-1, keepdims=True))
+        by_row = np.nan_to_num(e / e.sum(axis=-2, keepdims=True))
+    return [softmax_along(S, axis=-2) @ inputs["V"], by_row @ inputs["V"]]
+
+
+_OVER_QUERIES_BLOCKED = (
+    "Your softmax runs over the queries, down each key's column. Key {key} is blocked for "
+    "every query, so a softmax down its column has nothing to share out and gives NaN "
+    "(0 / 0, or -inf - (-inf)), which spreads to every output. Whose weights must sum to 1, "
+    "and along which axis do they lie?"
+)
+_MASK_WRITTEN_INTO = (
+    "Your `masked_attention` wrote into its input mask: an assignment such as "
+    "`mask[...] = ...` or `mask &= ...` changes the caller's array, and whoever calls your "
+    "function still needs the original mask. `np.where(mask, S, -np.inf)` only reads the "
+    "mask and makes a new array of scores. Which of your lines writes into `mask`?"
+)
+
+
 @dataclass(frozen=True)
 class MaskedAttentionCheck(ArrayCheck):
     """An ArrayCheck that, once the result is right, also fails an answer that hands the
-    mask to the course's softmax: the exercise asks the learner to do the masking."""
+    mask to the course's softmax: the exercise asks the learner to do the masking. It also
+    names a softmax down the columns on an input where a key is blocked for every query
+    (0 / 0 there, so no finite mistake matches), and says how not to write into a bool mask."""
+
+    def _with_error_hint(self, fail: Fail, case: Case) -> Fail:
+        if "changed its input mask in place" in fail.message:
+            return Fail(_MASK_WRITTEN_INTO)
+        return super()._with_error_hint(fail, case)
+
+    def _diagnosis(self, got, want, case: Case, name: str, elsewhere=lambda: []) -> str:
+        blocked = np.flatnonzero((~case.inputs["mask"]).all(axis=-2))
+        if got.shape == want.shape and blocked.size and not np.isfinite(got).all():
+            # The NaN alone could come from anything: the answer must also be a column
+            # softmax on every other input where it is finite, and be finite on one.
+            finite = [(c, theirs) for c, theirs in elsewhere() if np.isfinite(theirs).all()]
+            if finite and all(
+                any(matches(theirs, w) for w in _over_queries(c.inputs)) for c, theirs in finite
+            ):
+                return _OVER_QUERIES_BLOCKED.format(key=int(blocked[0]))
+        return super()._diagnosis(got, want, case, name, elsewhere)
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         result = super().__call__(answer, name=name, timeout=timeout)

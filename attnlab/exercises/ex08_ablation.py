@@ -463,12 +463,13 @@ register(
 def move_cases() -> list[Case]:
     # ÷1's number at d_k = 16 is 4 = √16 times ÷√d_k's in every case, as measured, so a
     # prediction of ÷1 built from the ÷√d_k number times √d_k passes too. d_k = 256 first:
-    # its factors, 16 and 4, tell every named law apart.
+    # its factors, 16 and 4, tell every named law apart. d_k = 100 is no multiple of 16, so
+    # d_k // 16 (6, not 6.25) fails there.
     def case(d_k, scaled_16):
         label = f"d_k = {d_k}, from {scaled_16:g} (÷√d_k) and {4 * scaled_16:g} (÷1) at d_k = 16"
         return Case(label, {"d_k": d_k, "scaled_16": scaled_16, "unscaled_16": 4 * scaled_16})
 
-    return [case(256, 0.2), case(64, 0.15), case(1024, 0.1), case(16, 0.3)]
+    return [case(256, 0.2), case(64, 0.15), case(1024, 0.1), case(100, 0.2), case(16, 0.3)]
 
 
 _MOVE = (
@@ -532,6 +533,12 @@ MOVE_MISTAKES = (
         "the one for ÷1.",
         lambda d_k, s, u: (u * d_k / 16, s * (d_k / 16) ** 0.5),
     ),
+    Mistake(
+        "Your laws are right, but you rounded d_k/16 down to a whole number (`//` does that, "
+        "and so does `int(...)`): at d_k = 100 that gives 6, where 100 is 6.25 times 16. A "
+        "head width need not be a multiple of 16, so divide with `/`.",
+        lambda d_k, s, u: (s * (d_k // 16) ** 0.5, u * (d_k // 16)),
+    ),
 )
 
 
@@ -549,6 +556,16 @@ def _move_hint(got, want, inputs):
         )
     if (got <= 0).any():
         return f"How far a step moves the scores is a distance: it can't be 0 or negative. {_MOVE}"
+    whole = inputs["d_k"] // 16
+    if whole > 1 and whole != growth:
+        floored = np.log(got / start) / np.log(whole)  # the powers, if d_k/16 was rounded down
+        if np.isclose(floored, 0.5, atol=1e-3).any() or np.isclose(floored, 1.0, atol=1e-3).any():
+            return (
+                f"At d_k = {inputs['d_k']}, a prediction of yours uses {whole} = "
+                f"d_k // 16, where {inputs['d_k']} is {growth:g} times 16: `//` (and "
+                "`int(...)`) rounds down to a whole number. A head width need not be a "
+                "multiple of 16, so divide with `/`."
+            )
     powers = np.log(got / start) / np.log(growth)
     return (
         f"Here d_k = {inputs['d_k']} is {growth:g} times 16. Your ÷√d_k prediction is "

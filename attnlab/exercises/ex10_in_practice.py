@@ -1330,6 +1330,24 @@ def _bool_mask_added(got, want, inputs: dict[str, Any]) -> str | None:
     return _BOOL_ADDED if matches(got, softmax(S + mask)) else None
 
 
+_BOOL_IGNORED = (
+    "The keys your bool `attn_mask` marks False still get weight: your rows are the "
+    "softmax of the scaled scores alone, as if no mask had been passed. Where does your "
+    "function use a bool mask, and what score must a key marked False get for its weight "
+    "to be exactly 0?"
+)
+
+
+def _bool_mask_ignored(got, want, inputs: dict[str, Any]) -> str | None:
+    # A bool attn_mask never applied, whatever the causal and float paths do (an answer
+    # that handles those but skips the bool branch is no single slip of the reference).
+    found = _bool_mask_and_scores(got, want, inputs)
+    if found is None:
+        return None
+    _, S = found
+    return _BOOL_IGNORED if matches(got, softmax(S)) else None
+
+
 def _bool_mask_and_scores(got, want, inputs: dict[str, Any]):
     """(the bool attn_mask, the scaled scores) of a case with a bool mask and an answer of
     the right shape; None otherwise."""
@@ -1364,6 +1382,7 @@ register(
             _strict_causal_rows,
             _inverted_bool_mask,
             _bool_mask_added,
+            _bool_mask_ignored,
             _zeroed_after_softmax,
             _zeroed_scores,
         ),

@@ -57,8 +57,12 @@ _MULTIPLE_OF_ROOT = {"0.5√d_k": 0.5, "√d_k": 1.0, "2√d_k": 2.0, "4√d_k":
 # learning rate of W_Q and W_K, exponent e_init of the factor d_k^e_init on their
 # initial values).
 STEP_CONTROLS = {
-    "√d_k, lr × d_k^¼": ("√d_k", 0.25, 0.0),  # spread start, the unscaled model's steps
-    "√d_k, init × d_k^¼": ("√d_k", 0.0, 0.25),  # the unscaled model's start, scaled steps
+    # The two middle corners of the 2 × 2 design below. Each changes one thing, yet both move
+    # the scores further per step than ÷√d_k does: a score multiplies W_Q by W_K, so a larger
+    # start or a larger lr each enlarge its steps. Measured at the first step (lesson 08):
+    # about d_k^¼ times ÷√d_k's steps and d_k^¼ times smaller than ÷1's, for both.
+    "√d_k, lr × d_k^¼": ("√d_k", 0.25, 0.0),  # spread start, the unscaled model's lr (twin)
+    "√d_k, init × d_k^¼": ("√d_k", 0.0, 0.25),  # the unscaled model's start (twin), scaled lr
     "√d_k, init and lr × d_k^¼": ("√d_k", 0.25, 0.25),  # the unscaled model itself
     # A cruder control: ÷√d_k with √d_k times the learning rate on W_Q and W_K. Its first
     # step moves the scores as far as the unscaled model's first step, but later steps

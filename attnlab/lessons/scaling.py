@@ -195,16 +195,18 @@ def query_gradient_norms(
     n_keys: int = 16,
     n_rows: int = 2000,
     seed: int = 20,
+    init_std: float = 1.0,
 ) -> np.ndarray:
     """Median length of the gradient that reaches the query, for divisors τ = d_k^α.
 
-    For each row: a query q and ``n_keys`` keys K (rows k_j) with N(0, 1) entries, the
+    For each row: a query q and ``n_keys`` keys K (rows k_j) with N(0, σ²) entries,
+    σ = ``init_std`` (1: unit variance; 1/√3: ``nn.Linear``'s default, lesson 02), the
     weights ``p = softmax(K q / τ)`` with τ = d_k^α (α = 0: the raw scores, ½: ÷ √d_k,
     1: ÷ d_k), and a random upstream gradient ∂L/∂p ~ N(0, I) at the weights. The chain
     rule through the softmax Jacobian J = diag(p) − p pᵀ (symmetric) and s = K q gives
     ``∂L/∂q = Kᵀ (J ∂L/∂p) / τ``, with ``J ∂L/∂p = p ⊙ (∂L/∂p − p · ∂L/∂p)``; the
-    result is ‖∂L/∂q‖. The keys have length about √d_k, so while J stays away from 0
-    it scales like √d_k / d_k^α = d_k^(½ − α). Every α sees the same draws.
+    result is ‖∂L/∂q‖. The keys have length about σ√d_k, so while J stays away from 0
+    it scales like √d_k / d_k^α = d_k^(½ − α). Every α and every σ sees the same draws.
 
     Shapes: ``d_ks (m,)``, ``alphas (a,)`` → ``(a, m)``, medians over ``n_rows`` rows.
 
@@ -216,8 +218,8 @@ def query_gradient_norms(
         norms = np.empty((len(alphas), n_rows))
         for start in range(0, n_rows, _CHUNK):
             m = min(_CHUNK, n_rows - start)
-            q = rng.standard_normal((m, d_k))
-            K = rng.standard_normal((m, n_keys, d_k))
+            q = init_std * rng.standard_normal((m, d_k))
+            K = init_std * rng.standard_normal((m, n_keys, d_k))
             grad_p = rng.standard_normal((m, n_keys))  # ∂L/∂p
             s = np.einsum("rjd,rd->rj", K, q)
             for row, alpha in enumerate(alphas):
