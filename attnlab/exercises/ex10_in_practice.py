@@ -1291,12 +1291,11 @@ def _zeroed_scores(got, want, inputs: dict[str, Any]) -> str | None:
     # The hidden keys' *scores* set to 0 (`S * mask`, `np.tril(S)`): e⁰ = 1, so they keep
     # a weight. A hint, not a Mistake, so that it is named whether the slip is in the bool
     # mask, in `is_causal`, or in both.
-    mask = causal_mask(*want.shape[-2:]) if inputs["is_causal"] else inputs["attn_mask"]
-    if mask is None or np.asarray(mask).dtype != np.bool_ or got.shape != want.shape:
+    hidden = causal_mask(*want.shape[-2:]) if inputs["is_causal"] else inputs["attn_mask"]
+    found = _bool_mask_and_scores(got, want, inputs, hidden)
+    if found is None:
         return None
-    q, k, scale = inputs["q"], inputs["k"], inputs["scale"]
-    c = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
-    S = q @ np.swapaxes(k, -1, -2) * c
+    mask, S = found
     if not matches(got, softmax(np.where(mask, S, 0.0))):
         return None
     return (
@@ -1348,10 +1347,10 @@ def _bool_mask_ignored(got, want, inputs: dict[str, Any]) -> str | None:
     return _BOOL_IGNORED if matches(got, softmax(S)) else None
 
 
-def _bool_mask_and_scores(got, want, inputs: dict[str, Any]):
-    """(the bool attn_mask, the scaled scores) of a case with a bool mask and an answer of
-    the right shape; None otherwise."""
-    mask = inputs["attn_mask"]
+def _bool_mask_and_scores(got, want, inputs: dict[str, Any], mask: Any = None):
+    """(the bool mask, the scaled scores) of a case with a bool mask (``mask``, by default
+    the case's ``attn_mask``) and an answer of the right shape; None otherwise."""
+    mask = inputs["attn_mask"] if mask is None else mask
     if mask is None or np.asarray(mask).dtype != np.bool_ or got.shape != want.shape:
         return None
     q, k, scale = inputs["q"], inputs["k"], inputs["scale"]
