@@ -51,7 +51,7 @@ CLASSIC_MISTAKES = {
     "scale_factor": ("np.sqrt(d_k)", "d_k"),  # 1/d_k: the square root forgotten
     "best_key": ("length * direction", "direction"),  # length 1: the length forgotten
     "std_512": ("np.sqrt(2 * 512)", "np.sqrt(512)"),  # one score's spread, not the difference's
-    "temperature_for_entropy": ("< target", "> target"),  # the search moves the wrong way
+    "temperature_for_entropy": ("scores / tau)) < target", "scores / tau)) > target"),  # wrong way
     "softmax": ("x - x.max(axis=-1, keepdims=True)", "x"),  # no shift: overflows
     "attention_by_hand": ("[2, -1, -2]) / np.sqrt(4)", "[2, -1, -2])"),  # unscaled scores
     "longest_sequence": ("memory_bytes // bytes_per_number", "memory_bytes"),  # bytes as numbers
