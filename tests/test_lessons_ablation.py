@@ -249,44 +249,24 @@ def test_a_scaled_step_moves_the_scores_further_as_d_k_grows():
         assert m["1"].mean() > np.sqrt(d_k) / 2 * m["√d_k"].mean()
 
 
-def test_later_steps_read_the_kept_weights_without_training_again(capsys):
+def test_steps_matched_starts_as_lr_fixed_and_steps_as_the_scaled_model():
     task = lesson.make_task()
-    runs = lesson.run_keeping(task, 64, lesson.TWIN_CORNERS, seeds=(0, 1), keep=(0, 1, 5, 6))
-    # Keeping weights changes no number of the training.
-    plain = lesson.run_ablation(task, d_ks=(64,), divisors=lesson.TWIN_CORNERS, seeds=(0, 1))
-    assert list(plain) == list(runs)
-    for key, run in plain.items():
-        np.testing.assert_array_equal(runs[key].loss, run.loss)
-    assert (
-        lesson.run_keeping(task, 64, ("1",), seeds=(0, 1), reuse=runs)[(64, "1")] is runs[(64, "1")]
+    matched, lr_fixed = lesson.STEPS_MATCHED, lesson.TWIN_CORNERS[2]
+    assert lesson.STEP_CONTROLS[matched] == ("√d_k", -0.25, 0.25)
+    assert lesson.TWIN_RUNS == (*lesson.TWIN_CORNERS[:3], matched, "1")
+    # The start of ÷1, lr fixed (W_Q, W_K × d_k^¼): the same first-step entropy, seed by seed.
+    runs = lesson.run_ablation(
+        task, d_ks=(64,), divisors=(lr_fixed, matched), seeds=(0, 1), steps=2
     )
-    later = lesson.later_steps(task, {d: runs[(64, d)] for d in lesson.TWIN_CORNERS}, at=(0, 5))
-    assert later["1"].shape == (2, 2)
-    # From step 0 it is the first step, as score_change measures it.
-    first = lesson.score_change(task, 64, lesson.TWIN_CORNERS, steps=1, seeds=(0, 1))
-    for d in lesson.TWIN_CORNERS:
-        np.testing.assert_allclose(later[d][:, 0], first[d], rtol=1e-6)
-    lesson.print_later_steps(later, at=(0, 5))
-    out = capsys.readouterr().out.splitlines()
-    assert len(out) == 2 and out[1].startswith("step   5 →   6:") and "÷1, lr fixed" in out[1]
-    with pytest.raises(ValueError, match="kept no weights at step 50"):
-        lesson.later_steps(task, {"1": runs[(64, "1")]})
-    # The claims: init fixed's steps at least twice lr fixed's, within a factor 2 of ÷1's.
-    init_fixed, lr_fixed = lesson.TWIN_CORNERS[1], lesson.TWIN_CORNERS[2]
-
-    def faked(init, lr, raw):
-        return {
-            "√d_k": np.full((2, 3), 0.1),
-            init_fixed: np.full((2, 3), init),
-            lr_fixed: np.full((2, 3), lr),
-            "1": np.full((2, 3), raw),
-        }
-
-    found = lesson.later_step_claims(faked(2.0, 0.5, 2.5), d_k=256)
-    assert [c.holds for c in found] == [True, True]
-    assert "steps 50, 100 and 150" in found[0].text and "d_k = 256" in found[0].text
-    assert [c.holds for c in lesson.later_step_claims(faked(2.0, 1.5, 2.5), 256)] == [False, True]
-    assert [c.holds for c in lesson.later_step_claims(faked(2.0, 0.5, 4.5), 256)] == [True, False]
+    np.testing.assert_allclose(
+        runs[(64, matched)].entropy[:, 0], runs[(64, lr_fixed)].entropy[:, 0]
+    )
+    # The scaled model's first step, within the factor 1.25 the lesson checks; lr fixed's is
+    # about d_k^¼ = 4 times larger at d_k = 256.
+    moved = lesson.score_change(task, 256, ("√d_k", lr_fixed, matched), steps=1, seeds=(0, 1))
+    scaled = moved["√d_k"].mean()
+    assert 1 / 1.25 < moved[matched].mean() / scaled < 1.25
+    assert 3 < moved[lr_fixed].mean() / scaled < 5
 
 
 def test_smoothed_curves_and_steps_to_a_level():
@@ -472,26 +452,39 @@ def test_claims_print_a_mark_for_each(short_runs, capsys):
 
 @pytest.fixture(scope="module")
 def twins():
-    return lesson.run_ablation(
-        d_ks=(16, 64, 256), divisors=lesson.TWIN_CORNERS, seeds=(0, 1), steps=60
-    )
+    # As in the lesson: the fifth run (steps matched) at the two larger sizes only.
+    kw = dict(seeds=(0, 1), steps=60)
+    runs = lesson.run_ablation(d_ks=(16,), divisors=lesson.TWIN_CORNERS, **kw)
+    return lesson.run_ablation(d_ks=(64, 256), divisors=lesson.TWIN_RUNS, reuse=runs, **kw)
 
 
 def test_twin_table_claims_and_figure(twins, capsys):
     lesson.print_twins(twins)
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 + 3 * len(lesson.TWIN_CORNERS)
+    assert len(lines) == 2 + 3 * len(lesson.TWIN_CORNERS) + 2
     table = "\n".join(lines)
     assert "÷1, lr fixed         × d_k^¼   × 1" in table
     assert "÷1, init fixed       × 1       × d_k^¼" in table
     assert "÷1 (no scaling)      × d_k^¼   × d_k^¼" in table
+    assert "÷1, steps matched    × d_k^¼   ÷ d_k^¼" in table
+    assert not any(line.startswith("  16  ÷1, steps matched") for line in lines)
     assert "final accuracy" in lines[0]
     found = lesson.twin_claims(twins)
-    assert len(found) == 5
+    assert len(found) == 7
     lesson.print_claims(found)
-    assert len(capsys.readouterr().out.splitlines()) == 5
-    fig = lesson.plot_curves(twins, divisors=lesson.TWIN_CORNERS, entropy_row=False)
+    assert len(capsys.readouterr().out.splitlines()) == 7
+    four = {k: r for k, r in twins.items() if k[1] != lesson.STEPS_MATCHED}
+    assert len(lesson.twin_claims(four)) == 5  # no fifth run, no claims about it
+    fig = lesson.plot_curves(twins, divisors=lesson.TWIN_RUNS, entropy_row=False)
     assert len(fig.axes[0].get_lines()) >= len(lesson.TWIN_CORNERS)
+    # The legend names all five runs once, in the order asked for, though d_k = 16 has four.
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == [lesson.PLOT_LABELS[d] for d in lesson.TWIN_RUNS]
+    matched = lesson.PLOT_LABELS[lesson.STEPS_MATCHED]
+    assert matched not in [line.get_label() for line in fig.axes[0].get_lines()]
+    assert {line.get_label(): line.get_linestyle() for line in fig.axes[1].get_lines()}[
+        matched
+    ] == "--"
     # The middle corners are dashed, without bands, and labelled in mathtext.
     styles = {line.get_label(): line.get_linestyle() for line in fig.axes[0].get_lines()}
     for corner in lesson.TWIN_CORNERS[1:3]:
@@ -521,6 +514,8 @@ def test_each_twin_claim_can_hold_and_fail(twins):
     ideal.update({(64, lr): 0.89, (64, init): 0.8, (256, lr): (0.7, 0.7), (256, init): 0.6})
     ideal.update({(16, lr): 0.9, (16, init): 0.85, (16, "1"): 0.85, (64, "1"): 0.7})
     ideal[(256, "1")] = 0.6
+    matched = lesson.STEPS_MATCHED
+    ideal.update({(64, matched): 0.75, (256, matched): 0.45})  # ÷1 at 256: 0.3 below ÷√d_k
     finals = {(256, lr): 0.9, (256, "1"): 0.88, (256, init): 0.98}
     assert all(c.holds for c in lesson.twin_claims(with_accuracy(twins, ideal, finals)))
     for change, final, index in [
@@ -530,6 +525,9 @@ def test_each_twin_claim_can_hold_and_fail(twins):
         ({(256, lr): (0.62, 0.7)}, {}, 3),
         ({}, {(256, lr): 0.96}, 4),
         ({}, {(256, "1"): 0.96}, 4),
+        ({(64, matched): 0.85}, {}, 5),
+        ({(256, matched): 0.85}, {}, 5),
+        ({(256, matched): 0.58}, {}, 6),
     ]:
         broken = with_accuracy(twins, {**ideal, **change}, {**finals, **final})
         assert not lesson.twin_claims(broken)[index].holds, index

@@ -127,8 +127,7 @@ def test_the_rows_show_the_largest_weights_for_each_divisor_and_scale(widget):
         passes[s] = min(d for d, m in zip(slider.options, raw, strict=True) if m > 0.5)
     # The lesson asks from which d_k on the median raw row gives one key more than half
     # its weight: 32 at σ_q σ_k = 1, 128 at 1/2 (nn.MultiheadAttention's start), 256 at 1/3
-    # (nn.Linear's). Its next cell prints the
-    # medians from ``frames``: the same numbers the controls show.
+    # (nn.Linear's), which the learner reads off the widget's readout.
     assert passes == {1.0: 32, 0.5: 128, 1 / 3: 256}
     assert "200 fixed queries" in widget.readout.value and "256 fixed keys" in widget.readout.value
     assert (

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -56,6 +57,8 @@ _MULTIPLE_OF_ROOT = {"0.5√d_k": 0.5, "√d_k": 1.0, "2√d_k": 2.0, "4√d_k":
 # changes some of that: name → (divisor, exponent e_lr of the factor d_k^e_lr on the
 # learning rate of W_Q and W_K, exponent e_init of the factor d_k^e_init on their
 # initial values).
+# The name of the fifth run of lesson 08's 2 × 2 design (below).
+STEPS_MATCHED = "√d_k, init × d_k^¼, lr ÷ d_k^¼"
 STEP_CONTROLS = {
     # The two middle corners of the 2 × 2 design below. Each changes one thing, yet both move
     # the scores further per step than ÷√d_k does: a score multiplies W_Q by W_K, so a larger
@@ -64,6 +67,11 @@ STEP_CONTROLS = {
     "√d_k, lr × d_k^¼": ("√d_k", 0.25, 0.0),  # spread start, the unscaled model's lr (twin)
     "√d_k, init × d_k^¼": ("√d_k", 0.0, 0.25),  # the unscaled model's start (twin), scaled lr
     "√d_k, init and lr × d_k^¼": ("√d_k", 0.25, 0.25),  # the unscaled model itself
+    # The saturated start with the scaled model's steps: the larger start alone would make
+    # each step move the scores about d_k^¼ times further, so the lr on W_Q and W_K is
+    # d_k^¼ times smaller (lesson 08 measures its first step against ÷√d_k's). As an
+    # unscaled model: ÷1 with √d_k times less learning rate on W_Q and W_K.
+    STEPS_MATCHED: ("√d_k", -0.25, 0.25),
     # A cruder control: ÷√d_k with √d_k times the learning rate on W_Q and W_K. Its first
     # step moves the scores as far as the unscaled model's first step, but later steps
     # move them much further (lesson 10 uses it as an example of scores that grow fast).
@@ -73,6 +81,9 @@ STEP_CONTROLS = {
 # last corner is the unscaled model "1" (checked: the same losses as "√d_k, init and
 # lr × d_k^¼").
 TWIN_CORNERS = ("√d_k", "√d_k, lr × d_k^¼", "√d_k, init × d_k^¼", "1")
+# The 2 × 2 design's runs as lesson 08 prints them, with the fifth run that completes it:
+# the saturated start with the scaled model's steps, next to the unscaled model.
+TWIN_RUNS = (*TWIN_CORNERS[:3], STEPS_MATCHED, "1")
 # The corners as the lesson names them: by what each is for the unscaled model (the twin
 # argument), so that the middle corners read as ÷1 with one thing fixed. The factors on
 # the scaled model stay in print_twins' columns.
@@ -80,6 +91,7 @@ TWIN_NAMES = {
     "√d_k": "÷√d_k",
     "√d_k, lr × d_k^¼": "÷1, init fixed",  # ÷1 with W_Q, W_K started d_k^¼ times smaller
     "√d_k, init × d_k^¼": "÷1, lr fixed",  # ÷1 with d_k^¼ times less lr on W_Q, W_K
+    STEPS_MATCHED: "÷1, steps matched",  # ÷1 with √d_k times less lr on W_Q, W_K
     "1": "÷1",
 }
 # Seeds for the 2 × 2 design and the other side questions: more than the main ablation's
@@ -772,102 +784,6 @@ def _score_rms(
     return np.concatenate(rms, axis=1).mean(axis=-1)
 
 
-# The steps t at which lesson 08 measures how far one later step (t → t + 1) moves the
-# scores, from weights kept in training (LATER_KEEP), so that nothing is trained again.
-LATER_STEPS = (50, 100, 150)
-LATER_KEEP = tuple(t + i for t in LATER_STEPS for i in (0, 1))
-
-
-def run_keeping(
-    task: Task,
-    d_k: int,
-    divisors,
-    seeds=SEEDS,
-    keep=LATER_KEEP,
-    reuse: Mapping | None = None,
-) -> dict[tuple[int, str], Run]:
-    """:func:`run_ablation` for one ``d_k``, with each run keeping its parameters after
-    ``t`` steps for every ``t`` in ``keep`` (``Run.weights``), for :func:`later_steps`.
-    Keeping them changes no number of the training.
-
-    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
-    """
-    results = dict(reuse or {})
-    todo = [d for d in divisors if (d_k, d) not in results]
-    if todo:
-        for divisor, run in train_divisors(task, d_k, todo, seeds, keep=keep).items():
-            results[(d_k, divisor)] = run
-    return {key: results[key] for key in sorted(results, key=_order)}
-
-
-def later_steps(
-    task: Task, runs: Mapping[str, Run], at=LATER_STEPS, size: int = 256
-) -> dict[str, np.ndarray]:
-    """How far one step later in training moves the scores: for each run (name → Run,
-    trained keeping ``t`` and ``t + 1`` for every ``t`` in ``at``), the RMS change over a
-    query's pairs of ``scale · q·k_j`` from step ``t`` to ``t + 1``, averaged over ``size``
-    held-out sequences (those of :func:`score_change`).
-
-    Returns name → ``(n_seeds, len(at))``.
-
-    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
-    """
-    moved = {}
-    for name, run in runs.items():
-        missing = [t for t in at for u in (t, t + 1) if u not in run.weights]
-        if missing:
-            raise ValueError(
-                f"runs[{name!r}] kept no weights at step {missing[0]}: train it with "
-                f"run_keeping(..., keep={tuple(u for t in at for u in (t, t + 1))!r})."
-            )
-        scales = np.full(len(run.seeds), run.scale)
-        moved[name] = np.stack(
-            [_score_rms(task, run.weights[t], run.weights[t + 1], scales, size) for t in at],
-            axis=1,
-        )
-    return moved
-
-
-def print_later_steps(moved: Mapping[str, np.ndarray], at=LATER_STEPS) -> None:
-    """One line per step ``t`` of :func:`later_steps`: how far step ``t`` → ``t + 1``
-    moved the scores, mean over the seeds, for each run (named as in ``TWIN_NAMES``)."""
-    for i, t in enumerate(at):
-        print(
-            f"step {t:3} → {t + 1:3}: "
-            + " | ".join(f"{TWIN_NAMES.get(d, d)}: {v[:, i].mean():.2f}" for d, v in moved.items())
-        )
-
-
-def later_step_claims(moved: Mapping[str, np.ndarray], d_k: int, at=LATER_STEPS) -> list[Claim]:
-    """What :func:`later_steps` shows for the 2 × 2 design at ``d_k``, with a wide margin
-    (most of these runs are chaotic by then), comparing means over the seeds: from every
-    step measured, one step of ÷1, init fixed moves the scores at least twice as far as
-    one of ÷1, lr fixed (though their first steps are about equal), and within a factor
-    2 of as far as one of ÷1.
-
-    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
-    """
-    lr_only, init_only = TWIN_CORNERS[1], TWIN_CORNERS[2]
-    mean = {d: v.mean(axis=0) for d, v in moved.items()}  # (len(at),)
-    steps = (
-        f"step {at[0]}"
-        if len(at) == 1
-        else "steps " + ", ".join(str(t) for t in at[:-1]) + f" and {at[-1]}"
-    )
-    return [
-        Claim(
-            f"d_k = {d_k}: from each of {steps}, one step of ÷1, init fixed moves the scores "
-            "at least twice as far as one of ÷1, lr fixed",
-            bool((mean[lr_only] >= 2 * mean[init_only]).all()),
-        ),
-        Claim(
-            f"d_k = {d_k}: from each of {steps}, one step of ÷1, init fixed moves the scores "
-            "within a factor 2 of as far as one of ÷1",
-            bool((np.abs(np.log(mean[lr_only] / mean["1"])) <= np.log(2)).all()),
-        ),
-    ]
-
-
 def saturation_after(
     task: Task,
     d_k: int,
@@ -1311,7 +1227,9 @@ def twin_claims(twins: Mapping[tuple[int, str], Run]) -> list[Claim]:
     """What the 2 × 2 design (``TWIN_CORNERS``) shows, each tested on these runs with a
     wide margin (the runs with a larger start or larger steps are chaotic), comparing
     averages over the seeds: mean accuracy over training (how fast a corner learns; over
-    the first 50 steps for the early lead), and final accuracy (where it ends).
+    the first 50 steps for the early lead), and final accuracy (where it ends). Where the
+    runs include the fifth run (``STEPS_MATCHED``) at the middle and the largest d_k, two
+    claims about it follow.
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
@@ -1329,7 +1247,7 @@ def twin_claims(twins: Mapping[tuple[int, str], Run]) -> list[Claim]:
         return float(twins[(d_k, name)].accuracy[:, :steps].mean())
 
     lr_only, init_only = TWIN_CORNERS[1], TWIN_CORNERS[2]
-    return [
+    found = [
         Claim(
             f"d_k = {middle}: ÷1, init fixed (W_Q, W_K started d_k^¼ times smaller) is "
             "within 0.05 of ÷√d_k in mean accuracy over training",
@@ -1355,6 +1273,20 @@ def twin_claims(twins: Mapping[tuple[int, str], Run]) -> list[Claim]:
             max(final(large, lr_only), final(large, "1")) <= final(large, init_only) - 0.03,
         ),
     ]
+    if all((d_k, STEPS_MATCHED) in twins for d_k in (middle, large)):
+        found += [
+            Claim(
+                f"d_k = {middle}, {large}: ÷1, steps matched (the saturated start with "
+                "÷√d_k's steps) is at least 0.1 below ÷√d_k in mean accuracy over training",
+                min(cost(middle, STEPS_MATCHED), cost(large, STEPS_MATCHED)) >= 0.1,
+            ),
+            Claim(
+                f"d_k = {large}: ÷1, steps matched is at least 0.05 further below ÷√d_k than "
+                "÷1 is, in mean accuracy over training",
+                cost(large, STEPS_MATCHED) >= cost(large, "1") + 0.05,
+            ),
+        ]
+    return found
 
 
 def print_twins(twins: Mapping[tuple[int, str], Run], level: float = 0.9) -> None:
@@ -1374,7 +1306,9 @@ def print_twins(twins: Mapping[tuple[int, str], Run], level: float = 0.9) -> Non
     print(head)
     print("-" * len(head))
     for d_k in sorted({d_k for d_k, _ in twins}):
-        for name in TWIN_CORNERS:
+        for name in TWIN_RUNS:
+            if (d_k, name) not in twins:  # the fifth run is trained at some d_k only
+                continue
             run = twins[(d_k, name)]
             e_lr, e_init = (0.25, 0.25) if name == "1" else _control(name)
             label = "÷1 (no scaling)" if name == "1" else TWIN_NAMES[name]
@@ -1389,7 +1323,7 @@ def print_twins(twins: Mapping[tuple[int, str], Run], level: float = 0.9) -> Non
 
 
 def _factor(exponent: float) -> str:
-    return "× 1" if exponent == 0 else "× d_k^¼"
+    return {0: "× 1", 0.25: "× d_k^¼", -0.25: "÷ d_k^¼"}[exponent]
 
 
 def gap_claims(
@@ -1630,6 +1564,7 @@ COLOURS = {
     "√d_k, init × d_k^¼": "#E69F00",
     "√d_k, init and lr × d_k^¼": "#D55E00",
     "√d_k, large steps": "#56B4E9",
+    STEPS_MATCHED: "#CC79A7",
 }
 LABELS = {
     "1": "÷ 1 (no scaling)",
@@ -1642,6 +1577,7 @@ LABELS = {
     "√d_k, init × d_k^¼": "÷ 1, lr fixed",
     "√d_k, init and lr × d_k^¼": "÷ √d_k, init and lr × d_k^¼",
     "√d_k, large steps": "÷ √d_k, large steps",
+    STEPS_MATCHED: "÷ 1, steps matched",
 }
 
 
@@ -1653,6 +1589,7 @@ PLOT_LABELS = {
     "√d_k, init × d_k^¼": r"$\div 1$, lr fixed",
     "√d_k, init and lr × d_k^¼": r"$\div\sqrt{d_k}$, init and lr $\times\, d_k^{1/4}$",
     "√d_k, large steps": r"$\div\sqrt{d_k}$, large steps",
+    STEPS_MATCHED: r"$\div 1$, steps matched",
 }
 
 
@@ -1708,6 +1645,8 @@ def plot_curves(
     n_pairs = next(iter(results.values())).n_pairs
     for col, d_k in enumerate(d_ks):
         for divisor in divisors:
+            if (d_k, divisor) not in results:  # e.g. a control trained at some d_k only
+                continue
             run = results[(d_k, divisor)]
             shaded = divisor not in STEP_CONTROLS
             ls, label = ("-" if shaded else "--"), PLOT_LABELS.get(divisor, LABELS[divisor])
@@ -1733,8 +1672,20 @@ def plot_curves(
             fontsize=7,
             color="grey",
         )
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), fontsize=8)
+    # Every panel's labels, once each: a run trained at some d_k only is in some panels only.
+    found: dict[str, Any] = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            found.setdefault(label, handle)
+    order = [PLOT_LABELS.get(d, LABELS[d]) for d in divisors]
+    labels = sorted(found, key=lambda label: order.index(label) if label in order else len(order))
+    fig.legend(
+        [found[label] for label in labels],
+        labels,
+        loc="outside lower center",
+        ncol=min(len(labels), 5),
+        fontsize=8,
+    )
     if title:
         fig.suptitle(title)
     return fig

@@ -466,14 +466,16 @@ def normal_tail(t: float) -> float:
 
 
 def uniform_divisor(d_k: int) -> float:
-    """The number c such that q·k / c has variance 1 when the d_k entries of q and k are
-    independent and uniform on [−1, 1].
+    """The course's version of lesson 02's exercise ``uniform_divisor``: the number c such
+    that q·k / c has variance 1 when the d_k entries of q and k are independent and uniform
+    on [−1, 1].
 
-    Formula: each entry has variance 2²/12 = 1/3, so Var(q·k) = σ_q² σ_k² d_k = d_k / 9
-    and c = √(d_k / 9) = √d_k / 3. Shapes: a whole number in, a float out.
+    Its formula is the exercise's answer, so it is not written here: work it out in Section 7
+    of the lesson, or ask ``solution("uniform_divisor")`` for a worked answer. The lesson uses
+    this version only after the exercise, to measure Var(q·k / c) at d_k = 64.
+    Shapes: a whole number d_k ≥ 1 in, a float out.
 
-    Lesson: ``notebooks/02_variance.ipynb``, where the learner writes it as an exercise;
-    the lesson measures this version after the check.
+    Lesson: ``notebooks/02_variance.ipynb`` (Section 7).
     """
     return float(np.sqrt(d_k) / 3)
 
