@@ -1282,3 +1282,61 @@ def test_print_step_sizes_puts_predictions_beside_measurements(capsys):
     assert lines[2].split()[:5] == ["64", "0.30", "0.40", "0.037", "2.4"]
     assert lines[2].split()[5] == "3.2"
     assert lines[3].endswith("÷√d_k 0.75, ÷1 0.75")
+
+
+def test_runs_at_the_same_fraction_of_root_d_k_reuse_the_unscaled_run(capsys):
+    task = lesson.make_task()
+    kw = dict(seeds=(0, 1), steps=20)
+    unscaled = lesson.run_ablation(task, d_ks=(16, 64), divisors=("1",), **kw)
+    runs = lesson.run_ablation(
+        task, d_ks=(16, 64), divisors=lesson.BELOW_HALF_ROOT, reuse=unscaled, **kw
+    )
+    # τ = √16 / 4 = 1 and √64 / 8 = 1: the ÷1 runs themselves, under their own names.
+    for d_k, name in ((16, "0.25√d_k"), (64, "0.125√d_k")):
+        assert runs[(d_k, name)].divisor == name
+        np.testing.assert_array_equal(runs[(d_k, name)].loss, unscaled[(d_k, "1")].loss)
+    # The others are trained, and equal to a run trained without any reuse.
+    alone = lesson.run_ablation(task, d_ks=(64,), divisors=("0.25√d_k",), **kw)[(64, "0.25√d_k")]
+    np.testing.assert_allclose(runs[(64, "0.25√d_k")].loss, alone.loss, rtol=1e-9)
+    # Other seeds are not the same run.
+    other = lesson.run_ablation(
+        task, d_ks=(16,), divisors=("0.25√d_k",), reuse=unscaled, seeds=(2,), steps=20
+    )
+    assert other[(16, "0.25√d_k")].seeds == (2,)
+    # One row per fraction, one column per d_k, the unscaled runs marked.
+    lesson.print_fractions(runs)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["τ", "/", "√d_k", "d_k", "=", "16", "d_k", "=", "64"]
+    assert [line.split()[0] for line in lines[1:]] == ["1/16", "1/8", "1/4"]
+    assert lines[3].count("(÷1)") == 1 and lines[2].count("(÷1)") == 1
+    with pytest.raises(ValueError, match="0.25√d_k"):
+        lesson.divisor_value("0.3√d_k", 16)
+
+
+def test_each_fraction_claim_can_hold_and_fail():
+    template = lesson.Run(
+        16, "√d_k", 0.25, (0, 1), 6, *[np.zeros((2, 5))] * 3, np.ones(2), np.zeros(2)
+    )
+
+    def runs(table):  # {(d_k, name): mean accuracy over training}
+        return {
+            key: _with(template, d_k=key[0], divisor=key[1], accuracy=np.full((2, 5), acc))
+            for key, acc in table.items()
+        }
+
+    ideal = {}
+    for d_k in (16, 64, 256):
+        ideal.update({(d_k, "0.25√d_k"): 0.86, (d_k, "0.125√d_k"): 0.8, (d_k, "0.0625√d_k"): 0.7})
+    assert [c.holds for c in lesson.fraction_claims(runs(ideal))] == [True, True]
+    assert [c.holds for c in lesson.fraction_claims(runs({**ideal, (64, "0.25√d_k"): 0.92}))] == [
+        False,
+        True,
+    ]
+    assert [c.holds for c in lesson.fraction_claims(runs({**ideal, (256, "0.125√d_k"): 0.69}))] == [
+        True,
+        False,
+    ]
+    assert [c.holds for c in lesson.fraction_claims(runs({**ideal, (16, "0.125√d_k"): 0.85}))] == [
+        True,
+        False,
+    ]

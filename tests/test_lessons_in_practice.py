@@ -641,6 +641,14 @@ def test_a_wrong_readout_from_the_right_state_is_told_the_state_is_right(readout
     assert result.message.startswith(ex._READ_NOT_FROM_STATE), result.message
 
 
+@pytest.mark.parametrize("factor", [0.9, float(np.exp(-1.0)), 0.5])
+def test_a_state_that_fades_is_told_this_recurrence_has_no_decay(factor):
+    result = check("linear_attention_step", ex._decayed(factor))
+    assert not result.passed
+    assert result.message.startswith("Your rows match a state that fades"), result.message
+    assert f"about {factor:.2f}" in result.message and "RetNet" in result.message
+
+
 def test_a_state_reset_at_every_step_is_still_named():
     reset = dict(ex.CAUSAL_SLIPS)[ex._STATE_RESET]
     assert check("linear_attention_step", reset).message.startswith(ex._STATE_RESET)

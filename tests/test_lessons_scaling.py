@@ -290,6 +290,22 @@ def test_a_search_sized_by_the_row_that_moves_the_wrong_way_is_told_so():
     assert "one end of your search interval" in message and "wrong way" in message, message
 
 
+def test_a_search_that_compares_the_largest_weight_is_asked_what_it_compares():
+    # The largest weight (at most 1, here below the target 1) sends τ to the bottom end.
+    def largest_weight_search(scores, target):
+        low, high = 1e-3, 1e3
+        for _ in range(100):
+            tau = np.sqrt(low * high)
+            if attnlab.softmax(scores / tau).max() > target:
+                low = tau
+            else:
+                high = tau
+        return np.sqrt(low * high)
+
+    message = check("temperature_for_entropy", largest_weight_search).message
+    assert "wrong way" in message and "such as the largest weight" in message, message
+
+
 @pytest.mark.parametrize("tau", [0.1, 10.0])
 def test_temperature_feedback_spots_an_end_of_a_narrow_bracket(tau):
     message = check("temperature_for_entropy", lambda scores, target: tau).message
@@ -647,6 +663,24 @@ def test_the_gradient_at_the_query_keeps_its_size_only_with_the_divisor():
     np.testing.assert_allclose(short, full, rtol=1e-12)
 
 
+def test_the_query_gradient_without_d_k_long_vectors_matches_the_full_computation():
+    # query_gradient_norms splits each key into its part along q and the rest; the medians
+    # must be those of ∂L/∂q = Kᵀ g computed with q and K drawn in full.
+    d_k, n_keys, n_rows = 32, 16, 20_000
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((n_rows, d_k))
+    K = rng.standard_normal((n_rows, n_keys, d_k))
+    grad_p = rng.standard_normal((n_rows, n_keys))
+    s = np.einsum("rjd,rd->rj", K, q)
+    full = []
+    for tau in (1.0, np.sqrt(d_k), float(d_k)):
+        p = attnlab.softmax(s / tau)
+        grad_s = p * (grad_p - (p * grad_p).sum(axis=-1, keepdims=True)) / tau
+        full.append(np.median(np.linalg.norm(np.einsum("rjd,rj->rd", K, grad_s), axis=-1)))
+    fast = lesson.query_gradient_norms((d_k,), n_keys=n_keys, n_rows=n_rows)[:, 0]
+    np.testing.assert_allclose(fast, full, rtol=0.05)
+
+
 def test_with_nn_linears_default_the_raw_rows_pass_more_gradient_to_the_query():
     d_ks = (16, 64, 256, 1024)
     unit = lesson.query_gradient_norms(d_ks, alphas=(0.5,), n_rows=400)
@@ -744,6 +778,19 @@ def test_classic_largest_jacobian_entry_mistakes_fail_and_are_named(answer, phra
     result = check("largest_jacobian_entry", answer)
     assert not result.passed
     assert phrase in result.message, result.message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda p: (p.max(-1) * (1 - p.max(-1))).astype(int),
+        lambda p: (p.max(-1) * (1 - p.max(-1))).astype(np.int32),
+    ],
+)
+def test_an_integer_largest_jacobian_entry_is_told_about_its_dtype(answer):
+    result = check("largest_jacobian_entry", answer)
+    assert not result.passed
+    assert "integer dtype" in result.message and "placeholder" not in result.message, result.message
 
 
 def test_largest_jacobian_entry_feedback_does_not_show_the_expected_numbers():

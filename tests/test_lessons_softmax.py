@@ -57,8 +57,13 @@ def test_new_figures_draw():
     assert len(fig.axes) == 1
     plt.close(fig)
     cs, gs = np.logspace(-1, 1, 5), np.linspace(0.5, 2, 4)
-    fig = lesson.query_scaling_plot(cs, np.linspace(0.2, 1, 5), np.full(5, 0.4), 2.0)
+    fig = lesson.query_scaling_plot(
+        cs,
+        np.linspace(0.2, 1, 5),
+        {1.0: np.full(5, 0.3), 2.0: np.full(5, 0.4), 4.0: np.full(5, 0.6)},
+    )
     assert len(fig.axes) == 1
+    assert len(fig.axes[0].get_lines()) == 4  # plain + one line per g
     plt.close(fig)
     fig = lesson.qk_norm_bound_plot(gs, np.full(4, 0.5), np.full(4, 0.9))
     assert len(fig.axes) == 1

@@ -70,6 +70,9 @@ def test_matrices_row_can_share_one_colour_scale_and_one_set_of_labels():
         for ax in fig.axes[:2]:
             assert [t.get_text() for t in ax.get_xticklabels()] == labels
         plt.close(fig)
+    fig = matrices_row(mats, ["t0", "t1"], labels, weights=("weights",), xlabels={"small": "q/k"})
+    assert [ax.get_xlabel() for ax in fig.axes[:2]] == ["q/k", "feature"]
+    plt.close(fig)
 
 
 def test_the_maximum_of_the_whole_array_is_named():
@@ -211,6 +214,42 @@ def test_an_output_outside_the_range_of_its_value_column_is_told_so(name, answer
     result = check(name, answer)
     assert not result.passed and "the range of column" in result.message
     assert "weights that are ≥ 0 and sum to 1 can never" in result.message
+
+
+def _flat_weights(Q, K, V, mask=None):
+    S = np.zeros_like(_scaled_scores(Q, K))  # every score the same
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    return attnlab.softmax(S) @ V
+
+
+def _nan_to_zero(after_the_product):
+    def answer(Q, K, V, mask=None):
+        S = _scaled_scores(Q, K)
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        with np.errstate(all="ignore"):
+            E = np.exp(S)  # no shift: overflows on the large scores
+            W = E / E.sum(axis=-1, keepdims=True)
+            return np.nan_to_num(W @ V) if after_the_product else np.nan_to_num(W) @ V
+
+    return answer
+
+
+@pytest.mark.parametrize("name", ["attention", "masked_attention"])
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        (_flat_weights, "plain mean of the value rows"),
+        (_nan_to_zero(False), "Row 0 of your output is exactly 0"),
+        (_nan_to_zero(True), "turned the NaN into 0"),
+    ],
+)
+def test_flat_weights_and_an_overflow_hidden_by_nan_to_num_are_named(name, answer, phrase):
+    from attnlab import check
+
+    result = check(name, answer)
+    assert not result.passed and phrase in result.message
 
 
 def _clipped(c, low=True):

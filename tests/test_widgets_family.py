@@ -97,6 +97,25 @@ def test_a_large_slope_keeps_the_weights_near_the_diagonal():
         assert (w.shown["weights"] * ~near).sum(axis=1).max() < min(0.05, spread), mixing
 
 
+def test_the_ring_marks_the_content_key_and_the_status_counts_the_rows_on_it():
+    # The lesson's Answer: under softmax with m = 1, the largest weight of most rows is near
+    # the diagonal at c = 1 and on the ringed content key at c = 16.
+    w = family_explorer()
+    Q, K = default_qk()
+    np.testing.assert_array_equal(w.shown["content_key"], (Q @ K.T).argmax(axis=1))
+    w.controls["slope"].value = 1.0
+    for sharpness in (1.0, 16.0):
+        w.controls["sharpness"].value = sharpness
+        top = w.shown["weights"].argmax(axis=1)
+        assert w.shown["on_content"] == (top == w.shown["content_key"]).sum()
+        assert f"on the ringed key in {w.shown['on_content']}/16 rows" in w.status.get_text()
+    on_content_at_16 = w.shown["on_content"]
+    w.controls["sharpness"].value = 1.0
+    assert w.shown["on_content"] <= 4 < 14 <= on_content_at_16
+    near = np.abs(w.shown["weights"].argmax(axis=1) - np.arange(16)) <= 1
+    assert near.all()
+
+
 def test_learner_q_and_k():
     Q = [[1, 0], [0, 1], [1, 1], [0, 0], [2, 0]]
     w = family_explorer(Q=Q, K=Q)

@@ -583,10 +583,14 @@ def pytorch_slips() -> list[Slip]:
             f"own. PyTorch draws the whole packed matrix at once, of shape (3·{D_MODEL}, "
             f"{D_MODEL}): fan_out is its number of rows.",
         ),
+        # fan_out = 2·768 in Xavier's bound gives the same Var(q_i) = 2/3 as 2/fan_out
+        # alone, so one message names both routes.
         *both(
             only_out,
-            "That is what 2/fan_out alone as the variance of a weight gives. Xavier's bound "
-            "uses both sizes: a² = 6/(fan_in + fan_out).",
+            f"That is what Var(q_i) = 2/3 leads to. Two routes give it: fan_out = 2·{D_MODEL}, "
+            "as if in_proj_weight held only W_Q and W_K (it holds W_V too: count its rows "
+            "again), or 2/fan_out alone as the variance of a weight (Xavier's bound uses both "
+            "sizes: a² = 6/(fan_in + fan_out)).",
         ),
         Slip(
             _PT_VAR_Q**2 * 8,
@@ -595,10 +599,13 @@ def pytorch_slips() -> list[Slip]:
             "by d_k.",
             rel(_PT_VAR_Q**2 * 8),
         ),
+        # 4 is also σ_q σ_k √d_k, the standard deviation of the raw scores: name both routes.
         Slip(
             only_in**2,
-            "That is what 2/fan_in alone as the variance of a weight gives. Xavier's bound "
-            "uses both sizes: a² = 6/(fan_in + fan_out).",
+            "If 4 is the standard deviation of the raw scores q·k, σ_q σ_k √d_k: the question "
+            "asks for the variance of the scaled scores q·k / √d_k, so divide by √d_k, then "
+            "square. If you took 2/fan_in alone as the variance of a weight: Xavier's bound "
+            "uses both sizes, a² = 6/(fan_in + fan_out).",
             rel(only_in**2),
         ),
         *both(
@@ -647,6 +654,15 @@ def pytorch_slips() -> list[Slip]:
             "That is what weights of variance a² give: a is the bound of the uniform "
             "distribution, not its standard deviation. On [−a, a] (width 2a) the variance "
             "is (2a)²/12 = a²/3.",
+        ),
+        # Last: a value within 5 % of the answer looks measured or worked out from rounded
+        # steps (the named slips above are all further off).
+        Slip(
+            _PT_VAR,
+            "That looks like a measured value, or one worked out from rounded steps, but the "
+            "question asks for the exact variance, which follows from the matrix's shape and "
+            f"Var(x_j) = 1 alone. {_PT_RULE}",
+            0.05 * _PT_VAR,
         ),
     ]
 

@@ -242,7 +242,9 @@ def _stuck_hint(got: float, want: float, inputs: dict[str, Any], reached: float)
         )
     return state + (
         "Did your search move the wrong way at every step? When the entropy is below the "
-        "target, the row is too sharp: which end of the interval should move, and where to?"
+        "target, the row is too sharp: which end of the interval should move, and where to? "
+        "(Or is the number you compare with the target one that falls as τ rises, such as "
+        "the largest weight, rather than the entropy?)"
     )
 
 
@@ -599,6 +601,19 @@ class NoJacobianCheck(ArrayCheck):
     """An ArrayCheck, then rows of 1000 weights on which the answer's peak memory must
     stay below 10 times that of p: building the m × m Jacobian fails, even with the
     learner's own NumPy code."""
+
+    def _diagnosis(self, got, want, case, name: str, elsewhere=lambda: []) -> str:
+        # An integer result (``astype(int)``) turns every entry, all below 1/4, into 0:
+        # name the dtype instead of the general "only zeros" message (a named mistake that
+        # returns integers, such as the index of the top weight, keeps its own message).
+        message = super()._diagnosis(got, want, case, name, elsewhere)
+        if got.dtype.kind in "iu" and "returns only zeros" in message:
+            return (
+                f"Your `{name}` returns whole numbers (dtype {got.dtype}), but every entry "
+                "here lies between 0 and 1/4. An integer dtype, e.g. from `astype(int)`, turns "
+                "every entry below 1 into 0: keep the floats."
+            )
+        return message
 
     def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
         result = super().__call__(answer, name=name, timeout=timeout)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._inputs import EXP_LIMIT
 from ..attention import attention
 from ..lessons.values import output_change, scores_for
 from ..softmax import softmax as course_softmax
@@ -406,6 +407,48 @@ def _common_mistakes() -> tuple[Mistake, ...]:
     )
 
 
+def _flat(Q, K, V, mask=None):
+    """Equal weights for every key a query may attend to: the softmax of equal scores."""
+    return softmax_rows(blocked_to_minus_inf(np.zeros_like(_scaled(Q, K)), mask)) @ V
+
+
+_FLAT = Mistake(
+    "Every query's output is the plain mean of the value rows: your weights are all equal, "
+    "as if every score were the same. Equal weights land exactly on the mean (the black + "
+    "of Section 1). Which scores go into your softmax?",
+    _flat,
+)
+_FLAT_MASKED = Mistake(
+    "Every query's output is the plain mean of the value rows it may attend to: your weights "
+    "are equal across the allowed keys, as if every allowed score were the same. Equal "
+    "weights land exactly on the mean (the black + of Section 1). Which scores go into your "
+    "softmax?",
+    _flat,
+)
+
+
+def _zero_row_hint(got, want, inputs):
+    """A row of the output exactly 0 where the right row is not, for a query whose plain exp
+    overflows: inf / inf gave NaN, and something (np.nan_to_num, say) turned it into 0."""
+    got = np.asarray(got, dtype=float)
+    if got.shape != want.shape or not np.isfinite(got).all():
+        return None
+    S = blocked_to_minus_inf(_scaled(inputs["Q"], inputs["K"]), inputs.get("mask"))
+    top = S.max(axis=-1)
+    zero = ~got.any(axis=-1) & np.asarray(want, dtype=float).any(axis=-1) & (top > EXP_LIMIT)
+    if not zero.any():
+        return None
+    index = tuple(int(k) for k in np.argwhere(zero)[0])
+    row = str(index[0]) if len(index) == 1 else f"[{', '.join(map(str, index))}]"
+    return (
+        f"Row {row} of your output is exactly 0, where the right row is not. That query's "
+        f"largest scaled score is {top[index]:g}: exp overflows to inf there, inf / inf is "
+        "NaN, and something seems to have turned the NaN into 0 (`np.nan_to_num`, say). "
+        "Which number can you subtract from every score of a row so that no exponent is "
+        "above 0 (lesson 04)?"
+    )
+
+
 _BATCHED_SHAPES = (
     "Q is (..., n_q, d_k), K is (..., n_k, d_k) and V is (..., n_k, d_v), where ... are the "
     "batch and head axes, if any. Write down the shape of each step: which product of Q and "
@@ -582,8 +625,8 @@ register(
         attention_cases,
         reference=attention,
         shape_rule="one row per query and one column per value feature, (n_q, d_v)",
-        mistakes=_common_mistakes(),
-        hints=(_overflow_hint, _clip_hint, _outside_values_hint),
+        mistakes=(*_common_mistakes(), _FLAT),
+        hints=(_overflow_hint, _zero_row_hint, _clip_hint, _outside_values_hint),
         shape_hint=_SHAPES,
         error_hints=((_row_total_without_keepdims, _keepdims("")),),
     ),
@@ -1191,8 +1234,8 @@ register(
         reference=attention,
         shape_rule="the leading batch and head axes of Q, then one row per query and one "
         "column per value feature, (..., n_q, d_v)",
-        mistakes=BATCH_MISTAKES + MASK_MISTAKES + _common_mistakes(),
-        hints=(_leak_hint, _overflow_hint, _clip_hint, _outside_values_hint),
+        mistakes=(*BATCH_MISTAKES, *MASK_MISTAKES, *_common_mistakes(), _FLAT_MASKED),
+        hints=(_leak_hint, _overflow_hint, _zero_row_hint, _clip_hint, _outside_values_hint),
         shape_hint=_BATCHED_SHAPES,
         index_hint=(
             "Indexing S with the (n_q, n_k) mask works only while S is 2-D too. With batch "

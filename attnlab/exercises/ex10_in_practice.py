@@ -138,6 +138,14 @@ _NO_ROOT_D = (
 )
 
 
+_EXP_PHI = (
+    "Your φ is eˣ for every x. elu(x) + 1 is eˣ only for x ≤ 0; for x > 0 it is x + 1, "
+    "which grows along a straight line where eˣ explodes, so your weights are far too "
+    "sharp for a query with large entries. What should φ(2) be, and what does yours "
+    "give?"
+)
+
+
 def _one_side(with_phi: str, without: str) -> str:
     return (
         f"You put the {with_phi} through φ but not the {without}: your similarity is one "
@@ -240,13 +248,7 @@ LINEAR_MISTAKES = (
         "−1 from −3. What should φ(−1) be, and what does yours give?",
         _with(lambda x: np.maximum(x, 0.0) + 1.0),
     ),
-    Mistake(
-        "Your φ is eˣ for every x. elu(x) + 1 is eˣ only for x ≤ 0; for x > 0 it is x + 1, "
-        "which grows along a straight line where eˣ explodes, so your weights are far too "
-        "sharp for a query with large entries. What should φ(2) be, and what does yours "
-        "give?",
-        _with(np.exp),
-    ),
+    Mistake(_EXP_PHI, _with(np.exp)),
     Mistake(
         "You applied φ to V as well. Only the queries and keys go through the feature map, "
         "inside κ(q_i, k_j); the values are averaged as they are. In the lesson's o_i, "
@@ -697,7 +699,56 @@ CAUSAL_SLIPS: tuple[tuple[str, Callable[..., Any]], ...] = (
         "φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i. Which of q and k goes into your S and z?",
         lambda S, z, q, k, v: _step()(S, z, k, q, v),
     ),
+    (_EXP_PHI, _step(phi=np.exp)),
+    (
+        "You divided q by √d_k before the feature map, as softmax attention divides its "
+        "scores. " + _NO_ROOT_D,
+        lambda S, z, q, k, v: _step()(S, z, q / np.sqrt(len(q)), k, v),
+    ),
+    (
+        "You divided q and k by √d_k before the feature map, as softmax attention divides "
+        "its scores. " + _NO_ROOT_D,
+        lambda S, z, q, k, v: _step()(S, z, q / np.sqrt(len(q)), k / np.sqrt(len(k)), v),
+    ),
 )
+
+
+def _decayed(factor: float):
+    """The step with a fading state: S and z multiplied by ``factor`` before token i is
+    added, RetNet's decay, which this exercise's recurrence does not have."""
+
+    def step(S, z, q, k, v):
+        fq, fk = elu_feature(q), elu_feature(k)
+        S, z = factor * S + np.outer(fk, v), factor * z + fk
+        return S, z, fq @ S / (fq @ z)
+
+    return step
+
+
+def _decayed_state(got, want, inputs):
+    # Row 1 is (γ a v_0 + b v_1) / (γ a + b), with a and b query 1's similarities to keys 0
+    # and 1: read γ off it, then ask whether that one γ gives every row.
+    Q, K, V = (np.asarray(inputs[key], dtype=float) for key in ("Q", "K", "V"))
+    if got.shape != want.shape or len(got) < 2 or not np.isfinite(got).all():
+        return None
+    fq, fk = elu_feature(Q[1]), elu_feature(K[:2])
+    a, b = fq @ fk[0], fq @ fk[1]
+    towards = V[0] - V[1]
+    if not towards.any():
+        return None
+    share = float((got[1] - V[1]) @ towards / (towards @ towards))
+    if not 0.0 < share < 1.0:
+        return None
+    factor = share * b / ((1.0 - share) * a)
+    if abs(factor - 1.0) < 1e-3 or not matches(got, run_steps(_decayed(factor), Q, K, V)):
+        return None
+    return (
+        f"Your rows match a state that fades: S and z multiplied by about {factor:.2f} at "
+        "each step before token i is added. Such a decay is how RetNet sharpens linear "
+        "attention (the widget at the end of this section shows it), but this exercise's "
+        "recurrence has none: in the lesson's S_i = Σ_{j ≤ i} φ(k_j) v_jᵀ and "
+        "z_i = Σ_{j ≤ i} φ(k_j), what weight does each earlier token keep?"
+    )
 
 
 def _both_ways(step):
@@ -881,7 +932,7 @@ register(
         reference=causal_linear_reference,
         shape_rule="one output row per token, d_v numbers like v_i",
         mistakes=CAUSAL_MISTAKES,
-        hints=(_read_before_update,),
+        hints=(_read_before_update, _decayed_state),
         shape_hint=_STEP_SHAPES,
         error_hints=(
             (_precedence_slip, _PRECEDENCE),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -47,7 +47,18 @@ from .retrieval import (  # noqa: F401 - the notebook reads the model through th
 # multiplied by scale = 1/τ. "1" is no scaling at all; "d_k" is the divisor of μP; the
 # others are multiples of √d_k.
 DIVISORS = ("1", "0.5√d_k", "√d_k", "2√d_k", "4√d_k", "d_k")
-_MULTIPLE_OF_ROOT = {"0.5√d_k": 0.5, "√d_k": 1.0, "2√d_k": 2.0, "4√d_k": 4.0}
+# Smaller multiples of √d_k, to compare every d_k at the same fraction of √d_k: the
+# unscaled model sits at 1/√d_k, that is at 1/4, 1/8 and 1/16 of √d_k for d_k = 16, 64, 256.
+BELOW_HALF_ROOT = ("0.0625√d_k", "0.125√d_k", "0.25√d_k")
+_MULTIPLE_OF_ROOT = {
+    "0.0625√d_k": 0.0625,
+    "0.125√d_k": 0.125,
+    "0.25√d_k": 0.25,
+    "0.5√d_k": 0.5,
+    "√d_k": 1.0,
+    "2√d_k": 2.0,
+    "4√d_k": 4.0,
+}
 
 # Controls that pull apart the two things the divisor changes. The unscaled model is
 # exactly the scaled one with W_Q and W_K started d_k^¼ times larger (the scores carry
@@ -117,7 +128,7 @@ def divisor_value(divisor: str, d_k: int) -> float:
     if divisor == "d_k":
         return float(d_k)
     if divisor not in _MULTIPLE_OF_ROOT:
-        raise ValueError(f"divisor must be one of {DIVISORS}, got {divisor!r}.")
+        raise ValueError(f"divisor must be one of {DIVISORS + BELOW_HALF_ROOT}, got {divisor!r}.")
     return _MULTIPLE_OF_ROOT[divisor] * float(np.sqrt(d_k))
 
 
@@ -534,14 +545,25 @@ def run_ablation(
     """Train every (d_k, divisor) configuration; returns ``{(d_k, divisor): Run}``.
 
     ``reuse``: runs already trained (same task and settings), kept instead of retrained.
+    A divisor that stands for the same number as a run already there at that d_k (and the
+    same seeds), e.g. ÷0.25√d_k and ÷1 at d_k = 16, is that run, under its own name.
     ``init_gain``: a factor on every initial weight matrix (see :func:`train_divisors`).
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     task = make_task() if task is None else task
     results = dict(reuse or {})
+    seeds = tuple(int(s) for s in seeds)
     for d_k in d_ks:
         todo = [d for d in divisors if (d_k, d) not in results]
+        for divisor in [d for d in todo if d not in STEP_CONTROLS]:
+            value = divisor_value(divisor, d_k)
+            for (k, other), run in list(results.items()):
+                same = other not in STEP_CONTROLS and divisor_value(other, d_k) == value
+                if k == d_k and same and tuple(run.seeds) == seeds:
+                    results[(d_k, divisor)] = replace(run, divisor=divisor)
+                    todo.remove(divisor)
+                    break
         if todo:
             for divisor, run in train_divisors(
                 task, d_k, todo, seeds, steps, batch_size, lr, init_gain=init_gain
@@ -552,9 +574,8 @@ def run_ablation(
 
 def _order(key):
     d_k, divisor = key
-    if divisor in DIVISORS:
-        return (d_k, DIVISORS.index(divisor))
-    return (d_k, len(DIVISORS) + list(STEP_CONTROLS).index(divisor))
+    names = (*DIVISORS, *BELOW_HALF_ROOT, *STEP_CONTROLS)
+    return (d_k, names.index(divisor))
 
 
 # ------------------------------------------- how far a tiny difference grows
@@ -1128,6 +1149,62 @@ def mean_accuracy(run: Run) -> np.ndarray:
     return run.accuracy.mean(axis=1)
 
 
+def print_fractions(results: Mapping[tuple[int, str], Run]) -> None:
+    """Mean accuracy over training (mean over seeds) of every multiple of √d_k, one row per
+    fraction τ/√d_k and one column per d_k, so that each row compares the sizes at the same
+    fraction. A run that is also the unscaled model (τ = 1) is marked "(÷1)".
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    d_ks = sorted({d_k for d_k, _ in results})
+    print("τ / √d_k " + "".join(f"{f'd_k = {d_k}':<16}" for d_k in d_ks))
+    for name, fraction in _MULTIPLE_OF_ROOT.items():
+        if not any((d_k, name) in results for d_k in d_ks):
+            continue
+        cells = []
+        for d_k in d_ks:
+            run = results.get((d_k, name))
+            text = "-" if run is None else f"{mean_accuracy(run).mean():.3f}"
+            if run is not None and divisor_value(name, d_k) == 1.0:
+                text += " (÷1)"
+            cells.append(f"{text:<16}")
+        print(f"{_ratio_label(fraction):<9}" + "".join(cells))
+
+
+def fraction_claims(results: Mapping[tuple[int, str], Run]) -> list[Claim]:
+    """What the runs at the same fraction of √d_k show (``BELOW_HALF_ROOT``, each a mean
+    over seeds of the mean accuracy over training), with margins a chaotic run cannot flip:
+    at τ = √d_k/4 the sizes agree within 0.05, and at every d_k each halving of τ from
+    √d_k/4 to √d_k/16 lowers it by at least 0.02.
+
+    Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
+    """
+    d_ks = sorted({d_k for d_k, _ in results})
+
+    def auc(d_k, name):
+        return float(mean_accuracy(results[(d_k, name)]).mean())
+
+    quarter = [auc(d_k, "0.25√d_k") for d_k in d_ks]
+    sizes = ", ".join(str(d_k) for d_k in d_ks)
+    return [
+        Claim(
+            f"at τ = √d_k/4, the mean accuracies over training at d_k = {sizes} lie within "
+            "0.05 of each other",
+            max(quarter) - min(quarter) < 0.05,
+        ),
+        Claim(
+            "at every d_k, each halving of τ, from √d_k/4 to √d_k/8 and on to √d_k/16, lowers "
+            "the mean accuracy over training by at least 0.02",
+            all(
+                auc(d_k, "0.25√d_k") - 0.02
+                >= auc(d_k, "0.125√d_k")
+                >= auc(d_k, "0.0625√d_k") + 0.02
+                for d_k in d_ks
+            ),
+        ),
+    ]
+
+
 # ------------------------------------------------------- what the runs show
 
 
@@ -1578,6 +1655,9 @@ LABELS = {
     "√d_k, init and lr × d_k^¼": "÷ √d_k, init and lr × d_k^¼",
     "√d_k, large steps": "÷ √d_k, large steps",
     STEPS_MATCHED: "÷ 1, steps matched",
+    "0.0625√d_k": "÷ √d_k/16",
+    "0.125√d_k": "÷ √d_k/8",
+    "0.25√d_k": "÷ √d_k/4",
 }
 
 
@@ -1726,8 +1806,10 @@ def plot_divisor_summary(results: Mapping[tuple[int, str], Run]):
                 yerr=[mean - acc.min(axis=1), acc.max(axis=1) - mean],
                 color=colours[d_k],
                 marker=marker,
-                mfc="white" if line == "none" else colours[d_k],
-                ms=6,
+                # ÷1 falls on a multiple of √d_k at each d_k: an unfilled, larger ring shows
+                # around that point instead of hiding it.
+                mfc="none" if names == ["1"] else "white" if line == "none" else colours[d_k],
+                ms=11 if names == ["1"] else 6,
                 ls=line,
                 lw=1.5,
                 capsize=3,

@@ -204,9 +204,15 @@ def query_gradient_norms(
     weights ``p = softmax(K q / τ)`` with τ = d_k^α (α = 0: the raw scores, ½: ÷ √d_k,
     1: ÷ d_k), and a random upstream gradient ∂L/∂p ~ N(0, I) at the weights. The chain
     rule through the softmax Jacobian J = diag(p) − p pᵀ (symmetric) and s = K q gives
-    ``∂L/∂q = Kᵀ (J ∂L/∂p) / τ``, with ``J ∂L/∂p = p ⊙ (∂L/∂p − p · ∂L/∂p)``; the
-    result is ‖∂L/∂q‖. The keys have length about σ√d_k, so while J stays away from 0
-    it scales like √d_k / d_k^α = d_k^(½ − α). Every α and every σ sees the same draws.
+    ``g = ∂L/∂s = J ∂L/∂p / τ = p ⊙ (∂L/∂p − p · ∂L/∂p) / τ`` and ``∂L/∂q = Kᵀ g``.
+    The keys have length about σ√d_k, so while J stays away from 0 the result scales
+    like √d_k / d_k^α = d_k^(½ − α).
+
+    No d_k-long vector is drawn, so any d_k and ``n_keys`` cost the same: split each key
+    into its part along q, ``a_j = k_j · q/|q|`` ~ N(0, σ²), and the rest, which is
+    independent of the scores ``s_j = |q| a_j``. Then
+    ``‖∂L/∂q‖² = (g · a)² + σ² ‖g‖² χ²_(d_k − 1)`` exactly in distribution, with
+    ``|q|² = σ² χ²_(d_k)``. Every α and every σ sees the same draws.
 
     Shapes: ``d_ks (m,)``, ``alphas (a,)`` → ``(a, m)``, medians over ``n_rows`` rows.
 
@@ -215,20 +221,18 @@ def query_gradient_norms(
     medians = np.empty((len(alphas), len(d_ks)))
     for i, d_k in enumerate(d_ks):
         rng = np.random.default_rng(seed + i)
-        norms = np.empty((len(alphas), n_rows))
-        for start in range(0, n_rows, _CHUNK):
-            m = min(_CHUNK, n_rows - start)
-            q = init_std * rng.standard_normal((m, d_k))
-            K = init_std * rng.standard_normal((m, n_keys, d_k))
-            grad_p = rng.standard_normal((m, n_keys))  # ∂L/∂p
-            s = np.einsum("rjd,rd->rj", K, q)
-            for row, alpha in enumerate(alphas):
-                tau = float(d_k) ** alpha
-                p = softmax(s / tau)
-                grad_s = p * (grad_p - (p * grad_p).sum(axis=-1, keepdims=True)) / tau
-                grad_q = np.einsum("rjd,rj->rd", K, grad_s)
-                norms[row, start : start + m] = np.linalg.norm(grad_q, axis=-1)
-        medians[:, i] = np.median(norms, axis=-1)
+        q_length = init_std * np.sqrt(rng.chisquare(d_k, size=(n_rows, 1)))
+        along = init_std * rng.standard_normal((n_rows, n_keys))  # a_j: keys along q
+        grad_p = rng.standard_normal((n_rows, n_keys))  # ∂L/∂p
+        # the keys' parts across q: their χ² with d_k − 1 degrees of freedom
+        across = init_std**2 * rng.chisquare(max(d_k - 1, 1), size=n_rows) * (d_k > 1)
+        s = q_length * along
+        for row, alpha in enumerate(alphas):
+            tau = float(d_k) ** alpha
+            p = softmax(s / tau)
+            grad_s = p * (grad_p - (p * grad_p).sum(axis=-1, keepdims=True)) / tau
+            squared = (grad_s * along).sum(axis=-1) ** 2 + across * (grad_s**2).sum(axis=-1)
+            medians[row, i] = np.median(np.sqrt(squared))
     return medians
 
 

@@ -102,22 +102,27 @@ def largest_weight_bound(g, n):
     return 1.0 / (1.0 + (n - 1) * np.exp(-2.0 * np.asarray(g, float)))
 
 
-def query_scaling_plot(cs, plain_max, qk_max, g_used):
+def query_scaling_plot(cs, plain_max, qk_max_by_g):
     """The largest weight of one query's row when the query is multiplied by c (log x).
 
-    Two curves: plain scaled dot products ``(c q) · k / √d_k``, which sharpen as c grows (a
-    temperature τ/c), and QK-norm at scale ``g_used``, which ignores c.
-    Shapes: ``cs``, ``plain_max``, ``qk_max`` 1-D of one length.
+    One curve for plain scaled dot products ``(c q) · k / √d_k``, which sharpen as c grows (a
+    temperature τ/c), and one flat line per QK-norm scale g, which ignores c: g alone sets
+    its height.
+    Shapes: ``cs``, ``plain_max`` 1-D of one length; ``qk_max_by_g`` a dict {g: 1-D of that
+    length}, at most three entries.
     Lesson: ``notebooks/04_softmax.ipynb`` (query-dependent scaling).
     """
     fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
     ax.plot(cs, plain_max, color=plots.ACCENT, lw=2, label=r"plain: $(c\,q)\cdot k/\sqrt{d_k}$")
-    ax.plot(cs, qk_max, color=plots.SECOND, lw=2, ls="--", label=f"QK-norm, g = {g_used:g}")
+    # colour and dash both differ, so the lines stay apart in greyscale too
+    styles = ((plots.SECOND, "--"), (plots.THIRD, "-."), ("#CC79A7", ":"))
+    for (g, qk_max), (colour, dash) in zip(qk_max_by_g.items(), styles, strict=False):
+        ax.plot(cs, qk_max, color=colour, lw=2, ls=dash, label=f"QK-norm, g = {g:g}")
     ax.set_xscale("log")
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("c, the factor on the query (log scale)")
     ax.set_ylabel("largest weight of the row")
-    ax.set_title("Scaling q is a temperature τ/c for its row")
+    ax.set_title("Plain: q's length is a temperature τ/c. QK-norm: only g counts")
     ax.legend(fontsize=8, loc="upper left")
     return fig
 

@@ -196,61 +196,6 @@ def hull_picture(V, outputs: dict, labels=None, ax=None, title=""):
     return ax
 
 
-def stage_grid(stages: dict, labels, *, col_labels=None, figsize=(10, 7.2)):
-    """A 2×2 grid of labelled heatmaps, one per stage of the computation.
-
-    ``stages``: four {title: matrix} entries, in reading order; the first three
-    are (n_q, n_k) (scores, scaled scores, weights), the last (n_q, d_v), the
-    output. ``labels`` names the tokens (queries down, keys across);
-    ``col_labels`` names the output's columns. Signed stages share one colour
-    scale so raw and scaled scores can be compared by colour. Returns the figure.
-
-    Lesson: ``notebooks/05_values.ipynb``.
-    """
-    if len(stages) != 4:
-        raise ValueError(f"stage_grid draws exactly 4 stages, got {len(stages)}.")
-    import matplotlib.pyplot as plt
-
-    from .. import plots
-
-    fig, axs = plt.subplots(2, 2, figsize=figsize, layout="constrained")
-    items = list(stages.items())
-    score_lim = max(float(np.abs(M).max()) for _, M in items[:2]) or 1.0
-    for ax, (title, M), k in zip(axs.ravel(), items, range(4), strict=True):
-        M = np.asarray(M, dtype=float)
-        if k < 2:
-            plots.heatmap(
-                M,
-                ax,
-                row_labels=labels,
-                col_labels=labels,
-                title=title,
-                cmap=plots.SIGNED_CMAP,
-                vmin=-score_lim,
-                vmax=score_lim,
-            )
-        elif k == 2:
-            plots.heatmap(
-                M, ax, row_labels=labels, col_labels=labels, title=title, vmin=0.0, vmax=1.0
-            )
-        else:
-            cols = col_labels if col_labels is not None else range(M.shape[1])
-            lim = float(np.abs(M).max()) or 1.0  # centred, so white means 0
-            plots.heatmap(
-                M,
-                ax,
-                row_labels=labels,
-                col_labels=cols,
-                title=title,
-                xlabel="value feature",
-                ylabel="query",
-                cmap=plots.SIGNED_CMAP,
-                vmin=-lim,
-                vmax=lim,
-            )
-    return fig
-
-
 def matrices_row(
     mats: dict,
     row_labels,
@@ -258,6 +203,7 @@ def matrices_row(
     *,
     weights=(),
     shared_scale: bool = False,
+    xlabels=None,
     figsize=(11, 2.8),
 ):
     """Several small labelled heatmaps side by side, e.g. X, V, weights, output.
@@ -269,6 +215,8 @@ def matrices_row(
     tokens across; the others on a signed scale centred on 0 (white = 0), their
     columns called "dimension" unless they have labels. With ``shared_scale`` those
     others share one scale, so that equal numbers get equal colours across panels.
+    ``xlabels``: {title: x-axis label} for panels whose columns are neither
+    "feature" nor "dimension" (the query/key space of Q and K, say).
     Returns the figure.
 
     Lesson: ``notebooks/05_values.ipynb``.
@@ -306,7 +254,7 @@ def matrices_row(
                 row_labels=row_labels,
                 col_labels=col_labels.get(title),
                 title=title,
-                xlabel="feature" if named else "dimension",
+                xlabel=(xlabels or {}).get(title, "feature" if named else "dimension"),
                 ylabel="token",
                 cmap=plots.SIGNED_CMAP,
                 vmin=-lim,

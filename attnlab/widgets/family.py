@@ -8,7 +8,9 @@ the view shows the mask, that reach, and the number of layers after which every 
 heard from every other.
 
 **Family explorer** (lesson 10): one set of queries and keys, mixed by softmax or by linear
-attention, with an ALiBi slope and a sharpness to move; every query sees every key.
+attention, with an ALiBi slope and a sharpness to move; every query sees every key. A ring
+marks, in each row i, the *content key* argmax_j q_i·k_j, so that you can see whether the
+largest weight sits there or on the nearest keys.
 
 Formula: with ``s_ij = c · q_i·k_j / √d`` (c the sharpness), the softmax weights are
 ``softmax_j(s_ij − m |i − j|)``. The linear weights are ``φ(c q_i)·φ(k_j) · e^{−m |i − j|}``,
@@ -78,17 +80,20 @@ def family_weights(
 class FamilyExplorer(CourseWidget):
     """The weights of one mixing rule under an ALiBi slope and a sharpness.
 
-    ``shown``: ``"weights"`` (n, n), ``"entropy"`` (n,) and ``"largest"`` (n,), the largest
-    weight of each row.
+    ``shown``: ``"weights"`` (n, n), ``"entropy"`` (n,), ``"largest"`` (n,), the largest
+    weight of each row, ``"content_key"`` (n,), argmax_j q_i·k_j (ringed on the weights),
+    and ``"on_content"``, the number of rows whose largest weight is on that key.
     """
 
     ncols = 2
-    figsize = (7.2, 3.3)
+    figsize = (7.2, 3.5)
     subplot_kw = {"gridspec_kw": {"width_ratios": [1.25, 1.0]}}
 
     def __init__(self, Q: np.ndarray, K: np.ndarray) -> None:
         self.Q, self.K = Q, K
         self.n = Q.shape[0]
+        # The key each query matches best by content; c > 0 and m do not change it.
+        self.content_key = (Q @ K.T).argmax(axis=1)
         super().__init__()
 
     def make_controls(self) -> dict[str, Any]:
@@ -137,31 +142,42 @@ class FamilyExplorer(CourseWidget):
         ticks = range(0, n, 4 if n > 12 else 2)
         ax_w.set_xticks(ticks, ticks)
         ax_w.set_yticks(ticks, ticks)
-        ax_w.set_title(ax_w.get_title(), fontsize=10, pad=14)
+        ax_w.set_title(ax_w.get_title(), fontsize=10, pad=24)
+        # Drawn after the weights at every blit, so that the image does not cover them.
+        rings = ax_w.scatter(
+            self.content_key, np.arange(n), s=40 if n <= 16 else 18, facecolors="none",
+            edgecolors=plots.SECOND, linewidths=1.3,
+        )  # fmt: skip
+        ax_w.text(
+            0.5, 1.015, "○ the key with the largest q·k", transform=ax_w.transAxes,
+            ha="center", va="bottom", fontsize=8, color=plots.SECOND,
+        )  # fmt: skip
         self.bars = ax_h.barh(np.arange(n), np.zeros(n), color=plots.ACCENT, height=0.7)
         ax_h.set_ylim(n - 0.5, -0.5)
         ax_h.set_xlim(0, log_n * 1.3)
         ax_h.set_yticks(ticks, ticks)
         ax_h.axvline(log_n, color="grey", lw=1, ls=":")
         ax_h.text(log_n, n - 0.6, " log n", color="grey", fontsize=7, va="bottom")
-        ax_h.set_title("entropy of each row", fontsize=10, pad=14)
+        ax_h.set_title("entropy of each row", fontsize=10, pad=24)
         ax_h.set_xlabel("nats")
         ax_h.set_ylabel("query")
         self.status = ax_h.text(
             0.5, 1.015, "", transform=ax_h.transAxes, ha="center", va="bottom", fontsize=8,
             color=plots.ACCENT,
         )  # fmt: skip
-        return [self.heat.image, self.bars, self.status]
+        return [self.heat.image, rings, self.bars, self.status]
 
     def update(self, mixing: str, slope: float, sharpness: float) -> None:
         W = family_weights(self.Q, self.K, mixing, slope, sharpness)
         row_entropy = entropy(W)
         largest = W.max(axis=1)
+        on_content = int((W.argmax(axis=1) == self.content_key).sum())
         self.heat.update(W)
         for bar, width in zip(self.bars.patches, row_entropy, strict=True):
             bar.set_width(width)
         self.status.set_text(
-            f"mean {row_entropy.mean():.2f} nats, mean largest {largest.mean():.2f}"
+            f"mean {row_entropy.mean():.2f} nats, mean largest {largest.mean():.2f}\n"
+            f"largest weight on the ringed key in {on_content}/{self.n} rows"
         )
         rule = (
             "softmax(c q·k/√d − m|i − j|)"
@@ -171,7 +187,13 @@ class FamilyExplorer(CourseWidget):
         self.readout.value = (
             f"<b>{html.escape(mixing)}</b>: weights ∝ {html.escape(rule)}, over all {self.n} keys."
         )
-        self.shown = {"weights": W, "entropy": row_entropy, "largest": largest}
+        self.shown = {
+            "weights": W,
+            "entropy": row_entropy,
+            "largest": largest,
+            "content_key": self.content_key,
+            "on_content": on_content,
+        }
 
 
 def _matrix(x: Any, name: str) -> np.ndarray:
