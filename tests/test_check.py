@@ -293,7 +293,7 @@ CORRECT = [
         "causal_lower_right",
         lambda n_q, n_k: [[j - (n_k - n_q) <= i for j in range(n_k)] for i in range(n_q)],
     ),
-    ("causal_lower_right", lambda n_q, n_k: np.tri(n_q, n_k, n_k - n_q).astype(int)),
+    ("causal_lower_right", lambda n_q, n_k: np.tri(n_q, n_k, n_k - n_q).astype(bool)),
     ("linear_attention", linear_attention_loop),
     ("linear_attention", linear_attention_einsum),
     ("linear_attention", lambda Q, K, V: linear_attention_einsum(Q, K, V).astype(np.float32)),
@@ -323,11 +323,11 @@ def test_reference_solution_passes_its_own_check(exercise):
         (lambda n_q, n_k: np.tri(n_q, n_k, n_k - n_q), "float64"),
     ],
 )
-def test_causal_mask_of_zeros_and_ones_passes_with_a_note_preferring_bool(answer, dtype):
+def test_causal_mask_of_zeros_and_ones_fails_as_pytorch_would_add_it(answer, dtype):
+    # The mask is meant for PyTorch's attn_mask, which adds a float mask and refuses an int one.
     result = check("causal_lower_right", answer)
-    assert result.passed, result.message
-    assert f"0/1 numbers (dtype {dtype})" in result.message
-    assert "bool mask is preferred" in result.message
+    assert not result.passed
+    assert f"right pattern, but it holds the numbers 0 and 1 (dtype {dtype})" in result.message
 
 
 # ------------------------------------------- every declared mistake, from the registry

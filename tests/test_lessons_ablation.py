@@ -6,6 +6,7 @@ central differences, in float64, on a tiny instance. Training tests use short ru
 """
 
 import dataclasses
+import types
 
 import matplotlib
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 import attnlab
 from attnlab.exercises import check, exercise_ids, solution, solutions
 from attnlab.exercises import ex08_ablation as exercise
+from attnlab.exercises.arrays import matches, wrong_result
 from attnlab.exercises.registry import get_exercise
 from attnlab.lessons import ablation as lesson
 from attnlab.lessons import retrieval
@@ -857,6 +859,11 @@ def wrong_mean(p, grad_p):
     return p * (grad_p - np.mean(grad_p, axis=-1, keepdims=True))
 
 
+def wrong_softmax_of_p(p, grad_p):
+    p = attnlab.softmax(p)  # p is already the softmax's output
+    return p * (grad_p - (grad_p * p).sum(axis=-1, keepdims=True))
+
+
 @pytest.mark.parametrize(
     ("answer", "phrase"),
     [
@@ -871,6 +878,7 @@ def wrong_mean(p, grad_p):
         (wrong_transposed, "returned the transpose"),
         (wrong_plain_sum, "plain sum"),
         (wrong_mean, "mean of g"),
+        (wrong_softmax_of_p, "applied softmax to p again"),
     ],
 )
 def test_classic_mistakes_fail_and_are_named(answer, phrase):
@@ -1031,6 +1039,16 @@ grad_q = solutions.attention_grad_q  # not the course's own: the checker refuses
             lambda Q, K, V, G, s: s * attnlab.softmax(s * Q @ K.T) @ K,
             "used the weights P where the gradient ∂L/∂S belongs",
         ),
+        (
+            lambda Q, K, V, G, s: (  # O = P V where G = ∂L/∂O belongs
+                s
+                * attnlab.softmax_backward(
+                    attnlab.softmax(s * Q @ K.T), attnlab.softmax(s * Q @ K.T) @ V @ V.T
+                )
+                @ K
+            ),
+            "from the attention output O = P V",
+        ),
     ],
 )
 def test_attention_grad_q_names_new_mistakes(answer, phrase):
@@ -1119,6 +1137,46 @@ def test_attention_grad_q_first_input_has_fewer_queries_than_keys():
     first = exercise.grad_q_cases()[0].inputs
     n_q, n_k = first["Q"].shape[0], first["K"].shape[0]
     assert n_q < n_k
+
+
+def test_attention_grad_q_names_a_final_factor_fixed_at_one_over_root_d_k():
+    def answer(Q, K, V, G, s):  # P from `scale`, but the factor at the end from d_k
+        P = attnlab.softmax(s * Q @ K.T)
+        return attnlab.softmax_backward(P, G @ V.T) @ K / np.sqrt(Q.shape[1])
+
+    result = check("attention_grad_q", answer)
+    assert not result.passed
+    assert "the factor at the end is 1/√d_k" in result.message, result.message
+    assert "times the right one" not in result.message
+    # Named on the input where scale is not 1/√d_k, the only kind that can tell.
+    assert "scale = 1.0" in result.message
+
+
+def test_every_grad_q_mistake_differs_from_the_reference_on_some_input():
+    cases = exercise.grad_q_cases()
+    for mistake in exercise.GRAD_Q_MISTAKES:
+        assert any(
+            (wrong := wrong_result(mistake, case.inputs)) is not None
+            and not matches(wrong, exercise._reference_grad_q(**case.inputs))
+            for case in cases
+        ), mistake.message
+    # The final factor fixed at 1/√d_k needs an input whose scale is something else.
+    assert any(not np.isclose(c.inputs["scale"], c.inputs["Q"].shape[1] ** -0.5) for c in cases)
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "mistakes"),
+    [
+        ("softmax_backward", exercise.BACKWARD_MISTAKES),
+        ("attention_grad_q", exercise.GRAD_Q_MISTAKES),
+    ],
+)
+def test_each_named_mistake_is_told_its_own_message(exercise_id, mistakes):
+    # No other mistake (nor the right answer) takes its place on the test inputs.
+    for mistake in mistakes:
+        result = check(exercise_id, mistake.compute)
+        assert not result.passed, mistake.message
+        assert result.message.startswith(mistake.message), (mistake.message, result.message)
 
 
 def test_no_message_has_a_full_stop_after_a_question():
@@ -1261,6 +1319,26 @@ def test_predicted_move_names_the_wrong_laws(answer, phrase):
     assert phrase in result.message, result.message
     assert "Expected" not in result.message  # the expected numbers give the laws away
     assert "Traceback" not in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "what"),
+    [
+        (lambda d_k, s, u: {"÷√d_k": s * (d_k / 16) ** 0.5, "÷1": u * d_k / 16}, "a dict"),
+        (lambda d_k, s, u: {"scaled": s, "unscaled": u}, "a dict"),
+        (
+            lambda d_k, s, u: types.MappingProxyType({"scaled": s, "unscaled": u}),
+            "a mapping (`mappingproxy`), like a dict",
+        ),
+    ],
+)
+def test_predicted_move_returning_a_dict_is_told_what_to_return(answer, what):
+    result = check("predicted_move", answer)
+    assert not result.passed
+    assert f"returned {what} (" in result.message, result.message
+    assert "by their position, not by a key" in result.message
+    assert "the prediction for ÷√d_k, then the one for ÷1" in result.message
+    assert "Python objects" not in result.message and "Expected" not in result.message
 
 
 def test_predicted_move_is_registered():

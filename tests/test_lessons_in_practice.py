@@ -268,8 +268,29 @@ def test_a_torch_mask_object_is_named_not_misread():
 
     message = check("causal_lower_right", torch_mask).message
     assert "PyTorch `CausalBias`" in message
-    plain = check("causal_lower_right", lambda n_q, n_k: torch.ones(n_q, n_k).tril(n_k - n_q))
-    assert plain.passed, plain.message
+    ones = check("causal_lower_right", lambda n_q, n_k: torch.ones(n_q, n_k).tril(n_k - n_q))
+    assert not ones.passed and "right pattern" in ones.message, ones.message
+    bools = check(
+        "causal_lower_right",
+        lambda n_q, n_k: torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q),
+    )
+    assert bools.passed, bools.message
+
+
+@pytest.mark.parametrize("dtype", [float, int, np.float32])
+def test_a_mask_of_numbers_with_the_right_pattern_fails(dtype):
+    # Passed to PyTorch as attn_mask, a 0/1 float mask is added and an int one refused.
+    answer = _offset_mask(lambda n_q, n_k: n_k - n_q)
+    result = check("causal_lower_right", lambda n_q, n_k: answer(n_q, n_k).astype(dtype))
+    assert not result.passed
+    assert "right pattern" in result.message and "*added*" in result.message
+    assert np.dtype(dtype).name in result.message
+
+
+def test_a_mask_of_numbers_with_a_wrong_pattern_gets_the_patterns_name():
+    answer = _offset_mask(lambda n_q, n_k: 0)
+    message = check("causal_lower_right", lambda n_q, n_k: answer(n_q, n_k) * 1.0).message
+    assert "aligned at the top left" in message and "right pattern" not in message
 
 
 def test_an_additive_mask_is_told_the_exercise_wants_the_bool_form():
@@ -349,17 +370,17 @@ def sdpa_loop(q, k, attn_mask=None, is_causal=False, scale=None):
     q, k = np.asarray(q), np.asarray(k)
     c = scale if scale is not None else q.shape[-1] ** -0.5
     out = np.zeros(q.shape[:-1] + (k.shape[-2],))
-    for h in range(q.shape[0]):
-        for i in range(q.shape[1]):
-            s = [c * float(q[h, i] @ k[h, j]) for j in range(k.shape[1])]
-            for j in range(k.shape[1]):
+    for h in np.ndindex(*q.shape[:-2]):  # every head, of every batch entry
+        for i in range(q.shape[-2]):
+            s = [c * float(q[h][i] @ k[h][j]) for j in range(k.shape[-2])]
+            for j in range(k.shape[-2]):
                 if is_causal and j > i:
                     s[j] = -np.inf
                 elif attn_mask is not None:
-                    m = np.broadcast_to(attn_mask, out.shape)[h, i, j]
+                    m = np.broadcast_to(attn_mask, out.shape)[h][i, j]
                     s[j] = (s[j] if m else -np.inf) if m.dtype == bool else s[j] + m
             e = np.exp(np.array(s) - max(s))
-            out[h, i] = e / e.sum()
+            out[h][i] = e / e.sum()
     return out
 
 
@@ -484,6 +505,42 @@ def test_sdpa_weights_with_k_T_or_a_missing_option_gets_a_specific_hint():
 
     assert "swap only the last two" in check("sdpa_weights", k_t).message
     assert "arrives as None" in check("sdpa_weights", adds_none).message
+
+
+def _sdpa_with(*, factor_from=-1, causal=None, softmax=True, swap=None):
+    """An sdpa_weights answer with one slip: the default factor from another axis of q,
+    its own causal mask ``causal(n_q, n_k)``, no softmax, or its own swap of k's axes."""
+
+    def answer(q, k, attn_mask=None, is_causal=False, scale=None):
+        c = 1 / np.sqrt(q.shape[factor_from]) if scale is None else scale
+        S = q @ (swap(k) if swap else np.swapaxes(k, -1, -2)) * c
+        if is_causal:
+            attn_mask = (causal or attnlab.causal_mask)(*S.shape[-2:])
+        if attn_mask is not None:
+            m = np.asarray(attn_mask)
+            S = np.where(m, S, -np.inf) if m.dtype == np.bool_ else S + m
+        return attnlab.softmax(S) if softmax else S
+
+    return answer
+
+
+def _square(n_q, n_k):
+    return np.tril(np.ones((n_k, n_k), dtype=bool))
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [(_sdpa_with(factor_from=1), "1/√3: 3 is q.shape[1], the number of queries"),
+     (_sdpa_with(factor_from=0), "1/√2: 2 is q.shape[0], the number of heads"),
+     (_sdpa_with(softmax=False), "Your rows add up to"),
+     (_sdpa_with(causal=_square), "Your causal mask is square"),
+     (_sdpa_with(causal=lambda n_q, n_k: attnlab.causal_mask(n_k)), "Your causal mask is square"),
+     (_sdpa_with(swap=lambda k: k.transpose(0, 2, 1)), "two axes in front")],
+)  # fmt: skip
+def test_more_sdpa_slips_are_named(answer, said):
+    message = check("sdpa_weights", answer).message
+    assert said in message and "swap only the last two" not in message, message
+    assert message.partition("\n\n")[0].rstrip().endswith("?")
 
 
 # ------------------------------------------------------------ linear_attention_step
@@ -664,6 +721,16 @@ def test_reading_before_the_update_with_a_guard_is_named():
     result = check("linear_attention_step", guarded)
     assert not result.passed
     assert "one token behind" in result.message and "special case" in result.message
+
+
+def test_an_o_of_the_wrong_shape_is_asked_about_the_readout():
+    def row_of_one(S, z, q, k, v):
+        S, z, o = solutions.linear_attention_step(S, z, q, k, v)
+        return S, z, o[None]
+
+    message = check("linear_attention_step", row_of_one).message
+    assert "The o your `linear_attention_step` returns is shape (1, 2)" in message
+    assert "readout" in message and "φ(k) and v" not in message
 
 
 def test_a_z_returned_as_one_number_is_named():

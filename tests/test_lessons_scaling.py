@@ -306,6 +306,57 @@ def test_a_search_that_compares_the_largest_weight_is_asked_what_it_compares():
     assert "wrong way" in message and "such as the largest weight" in message, message
 
 
+def _walks_away(compare):
+    """A bisection on log τ in 0.001 … 1000, right for the entropy, that compares
+    ``compare(scores, tau)`` with the target instead."""
+
+    def search(scores, target):
+        low, high = 1e-3, 1e3
+        for _ in range(100):
+            tau = np.sqrt(low * high)
+            if compare(scores, tau) < target:
+                low = tau
+            else:
+                high = tau
+        return np.sqrt(low * high)
+
+    return search
+
+
+@pytest.mark.parametrize(
+    "compare",
+    [
+        lambda scores, tau: lesson.entropy(attnlab.softmax(scores * tau)),  # multiplies
+        lambda scores, tau: attnlab.softmax(scores / tau).max(),  # the largest weight
+    ],
+)
+def test_a_search_that_walks_to_the_far_end_is_asked_about_multiplying_and_the_largest_weight(
+    compare,
+):
+    # Both walk to τ = 1000 for targets near the first input's, though not for one near 0.
+    message = check("temperature_for_entropy", _walks_away(compare)).message
+    assert "τ = 1000 stays put" in message and "one end of your search interval" in message
+    assert "`scores * tau`" in message and "largest weight" in message, message
+    assert "No formula gives" not in message
+
+
+def test_newton_steps_that_divide_by_a_zero_slope_are_told_where_the_zero_comes_from():
+    def newton_in_beta(scores, target):
+        beta = 1.0
+        for _ in range(50):
+            # rounded, so that the one-hot row's slope is exactly 0 on every platform
+            p = np.round(attnlab.softmax(scores * beta), 12)
+            h = float(lesson.entropy(p))
+            variance = float((p * scores**2).sum() - (p * scores).sum() ** 2)
+            beta = beta - (h - target) / (-beta * variance)
+        return 1 / beta
+
+    message = check("temperature_for_entropy", newton_in_beta).message
+    assert "raised ZeroDivisionError" in message, message
+    assert "slope dH/dβ = −β·Var_p(s)" in message and "one-hot" in message
+    assert "halves that interval" in message
+
+
 @pytest.mark.parametrize("tau", [0.1, 10.0])
 def test_temperature_feedback_spots_an_end_of_a_narrow_bracket(tau):
     message = check("temperature_for_entropy", lambda scores, target: tau).message
@@ -679,6 +730,32 @@ def test_the_query_gradient_without_d_k_long_vectors_matches_the_full_computatio
         full.append(np.median(np.linalg.norm(np.einsum("rjd,rj->rd", K, grad_s), axis=-1)))
     fast = lesson.query_gradient_norms((d_k,), n_keys=n_keys, n_rows=n_rows)[:, 0]
     np.testing.assert_allclose(fast, full, rtol=0.05)
+
+
+def test_the_raw_rows_gradient_at_the_query_vanishes_for_most_rows_but_not_on_average():
+    # Lesson 03, Section 7: the median raw row passes almost nothing at d_k = 1024, yet the
+    # mean rises with d_k, carried by a few rows (those whose top two scores nearly tie).
+    d_ks = (16, 1024)
+    rows = lesson.query_gradient_rows(d_ks, n_rows=4000)
+    assert rows.shape == (3, 2, 4000)
+    np.testing.assert_array_equal(
+        np.median(rows, axis=-1), lesson.query_gradient_norms(d_ks, n_rows=4000)
+    )
+    raw, scaled = rows[0], rows[1]
+    assert np.median(raw[1]) < 0.01 * np.median(scaled[1])
+    assert raw[1].mean() > raw[0].mean() > 2 * scaled[0].mean()
+    assert raw[1].mean() > 3 * scaled[1].mean()
+    half = lesson.share_carrying_half(rows)
+    assert half.shape == (3, 2)
+    assert half[0, 1] < 0.06 < 0.3 < half[1, 0] < half[1, 1] + 0.05
+
+
+def test_share_carrying_half():
+    assert lesson.share_carrying_half([1.0, 1.0, 1.0, 1.0]) == 0.5
+    assert lesson.share_carrying_half([0.0, 0.0, 9.0, 1.0]) == 0.25
+    np.testing.assert_array_equal(
+        lesson.share_carrying_half([[3.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]]), [0.25, 0.5]
+    )
 
 
 def test_with_nn_linears_default_the_raw_rows_pass_more_gradient_to_the_query():

@@ -223,6 +223,17 @@ def _flat_weights(Q, K, V, mask=None):
     return attnlab.softmax(S) @ V
 
 
+def test_equal_weights_over_every_key_name_the_scores_and_the_mask():
+    from attnlab import check
+
+    def answer(Q, K, V, mask):
+        return attnlab.softmax(np.zeros_like(_scaled_scores(Q, K))) @ V  # mask ignored too
+
+    result = check("masked_attention", answer)
+    assert not result.passed and "plain mean of all the value rows" in result.message
+    assert "Two things are missing" in result.message
+
+
 def _nan_to_zero(after_the_product):
     def answer(Q, K, V, mask=None):
         S = _scaled_scores(Q, K)

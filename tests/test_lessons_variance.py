@@ -359,6 +359,7 @@ def test_each_raw_panel_gets_bins_a_quarter_of_its_std_wide():
         (lambda d_k: 0.7 * np.sqrt(d_k), "Two steps"),
         (lambda d_k: np.sqrt(d_k) * 2 / 3, "leaves out the density"),
         (lambda d_k: d_k**1 / 2 / 3, "powers bind tighter"),
+        (lambda d_k: (d_k / 9) ** 1 / 2, "returns d_k / 18"),  # `(d_k/9) ** 1/2`
         (lambda d_k: np.sqrt(64) / 3, "a d_k of 64 from outside it"),
         (lambda d_k: np.sqrt(512) / 3, "a d_k of 512 from outside it"),
         (lambda d_k: lesson.uniform_divisor(d_k), "the course's own"),
@@ -514,7 +515,8 @@ def test_pytorch_var_right_numbers_pass(value):
         (4.0, "standard deviation of the raw scores"),  # σ_q σ_k √d_k
         (4.01, "divide by √d_k, then square"),  # Section 7's table, read as the answer
         (1 / 9, "nn.Linear's default"),
-        (1 / 3, "nn.Linear's default"),
+        (1 / 3, "Var(q_i) under nn.Linear's default"),  # two slips: init and stopping early
+        (1 / 3, "multiplies σ_q² by σ_k²"),
         (16, "the variance of the raw scores"),
         (64, "64 = d_k"),
         (1 / math.sqrt(512), "the bound of the weights"),

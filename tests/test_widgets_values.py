@@ -157,6 +157,8 @@ def test_sharpening_moves_each_output_from_the_mean_towards_one_value_row():
     nearest = []
     for factor in (0.25, 1.0, 16.0):
         w.controls["sharpen"].value = factor
+        # The scaled panel shows what enters the softmax: c · q·k / √d_k.
+        np.testing.assert_allclose(w.shown["scaled"], factor * scaled[0], atol=1e-12)
         np.testing.assert_allclose(w.shown["weights"], attnlab.softmax(factor * scaled[0]))
         np.testing.assert_allclose(w.shown["output"], w.shown["weights"] @ ex.V)
         nearest.append(np.linalg.norm(ex.V - w.shown["output"], axis=1).min())
@@ -165,6 +167,15 @@ def test_sharpening_moves_each_output_from_the_mean_towards_one_value_row():
         assert np.all(w.shown["output"] <= ex.V.max(axis=0) + 1e-12)
     assert nearest[0] > nearest[1] > nearest[2]
     assert "scores × 16" in w.readout.value
+    assert f"τ = √8 / c = {np.sqrt(8) / 16:.3g}" in w.readout.value
+    # Stretched past the raw panel's axis, a bar stops at the edge under a marker.
+    lim = w.lim
+    heights = [bar.get_height() for bar in w.scaled_bars.patches]
+    assert max(np.abs(heights)) <= lim + 1e-12
+    up, down = (marks.get_xdata() for marks in w.clipped)
+    np.testing.assert_array_equal(up, np.flatnonzero(16.0 * scaled[0] > lim))
+    np.testing.assert_array_equal(down, np.flatnonzero(16.0 * scaled[0] < -lim))
+    assert len(up) + len(down) > 0
     # Choosing another query keeps the factor.
     w.controls["query"].value = 2
     np.testing.assert_allclose(w.shown["weights"], attnlab.softmax(16.0 * scaled[2]))

@@ -135,3 +135,18 @@ def test_the_rows_show_the_largest_weights_for_each_divisor_and_scale(widget):
     )
     scale.value = 1.0
     slider.value = 16
+
+
+def test_summary_figure_and_takeover_d_k(widget):
+    # Most raw rows pass 0.5 later for a smaller σ_q σ_k; the scaled rows never do.
+    firsts = [widget.takeover_d_k(s) for _, s in SCALES]
+    assert firsts == sorted(firsts) and firsts[0] < firsts[-1]
+    assert variance_explorer([1, 2], seed=3).takeover_d_k(1 / 3) is None
+    fig = widget.plot_summary()
+    left, right = fig.axes
+    # one line per σ_q σ_k and divisor, on each panel, with a point per d_k
+    assert len(left.get_lines()) >= 6 and len(right.get_lines()) >= 6
+    assert all(len(line.get_xdata()) == len(widget.d_ks) for line in right.get_lines()[:6])
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

@@ -413,6 +413,12 @@ UNIFORM_MISTAKES = (
         "tighter than division. Write `d_k ** 0.5` or `np.sqrt(d_k)`.",
         lambda d_k: d_k / 6,
     ),
+    Mistake(
+        "Your function returns d_k / 18: `(d_k / 9) ** 1/2` is read by Python as "
+        "`((d_k / 9) ** 1) / 2`, because powers bind tighter than division. Write "
+        "`np.sqrt(d_k / 9)` or `(d_k / 9) ** 0.5`.",
+        lambda d_k: d_k / 18,
+    ),
     *(
         Mistake(
             f"Your function returns {np.sqrt(d) / 3:.4g} whatever d_k it is given: it "
@@ -608,11 +614,21 @@ def pytorch_slips() -> list[Slip]:
             "uses both sizes, a² = 6/(fan_in + fan_out).",
             rel(only_in**2),
         ),
-        *both(
-            1 / 3,
+        Slip(
+            1 / 9,
             f"That is what nn.Linear's default U(±1/√{D_MODEL}) gives. This question is about "
             "nn.MultiheadAttention, whose bound a = √(6/(fan_in + fan_out)) is another "
             f"number. {_PT_RULE}",
+            rel(1 / 9),
+        ),
+        # 1/3 is two slips at once: nn.Linear's Var(q_i) (or its σ_q σ_k), not the answer's.
+        Slip(
+            1 / 3,
+            f"That is Var(q_i) under nn.Linear's default U(±1/√{D_MODEL}) (and also σ_q σ_k "
+            "there): two slips. This question is about nn.MultiheadAttention, whose bound "
+            "a = √(6/(fan_in + fan_out)) is another number; and the question asks for the "
+            f"variance of q·k / √d_k, which multiplies σ_q² by σ_k². {_PT_RULE}",
+            rel(1 / 3),
         ),
         Slip(
             _PT_VAR_Q**2 * 64,

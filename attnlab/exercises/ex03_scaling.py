@@ -218,8 +218,23 @@ def _stuck_hint(got: float, want: float, inputs: dict[str, Any], reached: float)
     # way, or one near 0 or log n, gives the same τ. (A coarse search can give the same τ
     # for the near target, but not for the far one.)
     toward, beyond = (near_high, flattest) if want > got else (near_low, sharpest)
-    if not (_same(toward, got) and _same(beyond, got)):
+    if not _same(toward, got):
         return None  # τ moves with the target: no end of an interval
+    if not _same(beyond, got):
+        if not _round_end(got, spread):
+            return None
+        # Stuck at a round end for every target near this one, though the far target moves
+        # it: a search that walks away from the right τ, e.g. one that multiplies the scores
+        # by τ or compares the largest weight (each turns the direction round).
+        nearby = "falls a little" if want < got else "rises a little"
+        return (
+            f"Your τ = {got:g} stays put when the target {nearby}, so it looks like one end "
+            f"of your search interval; with it {row}. Your search seems to walk away from "
+            "the right τ: check what it compares with the target, and which way each step "
+            "moves. Do you multiply the scores by τ, `scores * tau`? A temperature divides "
+            "them, so a larger τ gives a flatter row. Or is the number you compare the "
+            "largest weight, which falls as τ rises, rather than the entropy?"
+        )
     if _same(sharpest, got) and _same(flattest, got):
         if not _round_end(got, spread):
             return None  # a fixed rule, such as τ = √n: the general hint says what to do
@@ -311,6 +326,22 @@ def _not_a_temperature(got: float) -> str:
         "most weight. Return one positive number. (A Newton step can overshoot below 0; a "
         "search that keeps τ inside an interval of positive numbers cannot.)"
     )
+
+
+def _divided_by_zero(message: str, inputs: dict[str, Any]) -> bool:
+    return "ZeroDivisionError" in message or "FloatingPointError" in message
+
+
+# Cell 25's hint gives dH/dβ = −β·Var_p(s) to show that the entropy is monotone; a Newton
+# step divides by it, and it is exactly 0 on a row that is one-hot in floating point.
+DIVIDED_BY_ZERO = (
+    "Where does that 0 come from? If you take Newton steps with the slope dH/dβ = −β·Var_p(s) "
+    "from the hint (β = 1/τ), that slope is exactly 0 on a row that is one-hot in floating "
+    "point, as a row of scores in the hundreds is at τ = 1. The hint gives the slope to show "
+    "that the entropy moves one way only; a search that keeps τ between two numbers and "
+    "halves that interval needs no slope, so it cannot divide by 0. (Or is τ itself 0 at "
+    "some step?)"
+)
 
 
 def _temperature_hint(got, want, inputs):
@@ -431,6 +462,7 @@ register(
         # example's 3 decimals would show a close answer and the right one alike.
         show_expected=False,
         show_returned=False,
+        error_hints=((_divided_by_zero, DIVIDED_BY_ZERO),),
     ),
 )
 

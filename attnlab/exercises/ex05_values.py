@@ -425,6 +425,13 @@ _FLAT_MASKED = Mistake(
     "softmax?",
     _flat,
 )
+_FLAT_UNMASKED = Mistake(
+    "Every query's output is the plain mean of all the value rows, blocked ones included: "
+    "your weights are equal across every key, as if every score were the same and the mask "
+    "were not there. Two things are missing. Which scores go into your softmax, and what "
+    "must a blocked key's score become so that its weight is exactly 0?",
+    lambda Q, K, V, mask=None: _flat(Q, K, V),
+)
 
 
 def _zero_row_hint(got, want, inputs):
@@ -1234,7 +1241,13 @@ register(
         reference=attention,
         shape_rule="the leading batch and head axes of Q, then one row per query and one "
         "column per value feature, (..., n_q, d_v)",
-        mistakes=(*BATCH_MISTAKES, *MASK_MISTAKES, *_common_mistakes(), _FLAT_MASKED),
+        mistakes=(
+            *BATCH_MISTAKES,
+            *MASK_MISTAKES,
+            *_common_mistakes(),
+            _FLAT_MASKED,
+            _FLAT_UNMASKED,
+        ),
         hints=(_leak_hint, _overflow_hint, _zero_row_hint, _clip_hint, _outside_values_hint),
         shape_hint=_BATCHED_SHAPES,
         index_hint=(

@@ -6,6 +6,7 @@
 Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +55,12 @@ def _dot(p, g, axis=-1, keepdims=True):
 def _one_row_jacobian(p, g):
     J = np.diag(p[0]) - np.outer(p[0], p[0])
     return g @ J
+
+
+def _softmax_again(p, g):
+    """The gradient through softmax, with softmax applied to its output p once more."""
+    q = softmax_rows(p)
+    return q * (g - _dot(q, g))
 
 
 def _one_softmax_over_everything(p, g):
@@ -113,6 +120,14 @@ BACKWARD_MISTAKES = (
         "big Jacobian over all entries), so rows leak into each other. Each row is a "
         f"softmax of its own. {_FORMULA}",
         _one_softmax_over_everything,
+    ),
+    Mistake(
+        "You applied softmax to p again before using it. p is already the softmax's output: "
+        "each of its rows is a set of weights that sum to 1, so softmax(p) is a second, "
+        "flatter set of weights that no forward pass produced. The formula "
+        "p ⊙ (g − Σ_j g_j p_j) is written in the softmax's output itself: which of your two "
+        "arguments is that, and does it need any more work before it goes in?",
+        _softmax_again,
     ),
     Mistake(
         "You returned the transpose: each *row* of p is one softmax, so row r of the result "
@@ -299,6 +314,15 @@ GRAD_Q_MISTAKES = (
         lambda Q, K, V, G, scale: scale * _weights(Q, K, scale) @ K,
     ),
     Mistake(
+        "You started the backward pass from the attention output O = P V, where the "
+        "gradient G = ∂L/∂O belongs: O is what the forward pass computed, G is how the loss "
+        "changes with it, and the two have the same shape. ∂L/∂P = G Vᵀ needs the gradient "
+        f"arriving at O: which of your function's inputs holds it? {_CHAIN}",
+        lambda Q, K, V, G, scale: (
+            scale * softmax_backward(_weights(Q, K, scale), _weights(Q, K, scale) @ V @ V.T) @ K
+        ),
+    ),
+    Mistake(
         "You multiplied G by V without the transpose. O = P V is a linear layer in P with "
         "weight matrix V: what does the rule for linear layers at the start of this lesson "
         f"give for ∂L/∂P, which must have P's shape (n_q, n_k)? {_CHAIN}",
@@ -371,6 +395,16 @@ GRAD_Q_MISTAKES = (
             softmax_backward(_weights(Q, K, 1 / np.sqrt(Q.shape[1])), G @ V.T)
             @ K
             / np.sqrt(Q.shape[1])
+        ),
+    ),
+    Mistake(
+        "Your weights P use `scale`, but the factor at the end is 1/√d_k, computed from the "
+        "width of Q (or K), not `scale`. The two agree for the scaled model, but on this input "
+        "scale is not 1/√d_k (the unscaled model calls your function with scale = 1). The "
+        "last step goes back through S = scale · Q Kᵀ: which number multiplies the scores "
+        f"there, and so the gradient on its way back to Q? {_CHAIN}",
+        lambda Q, K, V, G, scale: (
+            softmax_backward(_weights(Q, K, scale), G @ V.T) @ K / np.sqrt(Q.shape[1])
         ),
     ),
 )
@@ -576,6 +610,25 @@ def _move_hint(got, want, inputs):
     )
 
 
+@dataclass(frozen=True)
+class MoveCheck(ArrayCheck):
+    """The check of ``predicted_move``: a dict (or another mapping), e.g. one prediction
+    per divisor by name, is told that the answer is read by position, not by key."""
+
+    def _refuse_returned(self, value, name: str) -> None:
+        if isinstance(value, Mapping):
+            kind = type(value).__name__
+            what = "a dict" if isinstance(value, dict) else f"a mapping (`{kind}`), like a dict"
+            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+            raise Fail(
+                f"Your `{name}` returned {what} ({shown}). The checker reads your "
+                "predictions by their position, not by a key: it expects two numbers in "
+                "order, the prediction for ÷√d_k, then the one for ÷1, as a tuple, a list "
+                "or a NumPy array. Which of your values belongs first, and how do you "
+                "return the two without their keys?"
+            )
+
+
 def _reference_move(d_k, scaled_16, unscaled_16):
     # As attnlab.lessons.ablation.predicted_move, which the tests compare with this.
     growth = d_k / 16
@@ -586,7 +639,7 @@ register(
     "notebooks/08_does_scaling_matter.ipynb",
     solutions.predicted_move,
     "predicted_move(d_k, scaled_16, unscaled_16) -> (prediction for ÷√d_k, prediction for ÷1)",
-    ArrayCheck(
+    MoveCheck(
         move_cases,
         reference=_reference_move,
         shape_rule="two numbers: the prediction for ÷√d_k, then the one for ÷1",

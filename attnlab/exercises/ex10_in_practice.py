@@ -49,6 +49,7 @@ from .arrays import (
     ArrayCheck,
     Case,
     Mistake,
+    Prepare,
     bool_mask,
     matches,
     readable,
@@ -849,12 +850,18 @@ class StepCheck(ArrayCheck):
                 ) from None
             if array.shape != shape:
                 got = "one number" if array.ndim == 0 else f"shape {array.shape}"
-                hint = (
-                    " Is it the running total of every entry of φ(k_i)? How does φ(q_i) "
-                    "read each feature's sum, then?"
-                    if label == "z" and array.ndim == 0
-                    else " " + self.shape_hint
-                )
+                hint = " " + self.shape_hint
+                if label == "z" and array.ndim == 0:
+                    hint = (
+                        " Is it the running total of every entry of φ(k_i)? How does φ(q_i) "
+                        "read each feature's sum, then?"
+                    )
+                elif label == "o":
+                    hint = (
+                        " o_i is φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i: a vector of d_k numbers times a "
+                        "(d_k, d_v) matrix, divided by one number. Which shape does that "
+                        "give, and which piece of your readout gives another?"
+                    )
                 raise Fail(
                     f"The {label} your `{name}` returns is {got}, where {rule}, {shape} here.{hint}"
                 )
@@ -998,6 +1005,39 @@ def _first_wrong_row(got, want, inputs):
     )
 
 
+_NUMBER_MASK = (
+    "Your mask has the right pattern, but it holds the numbers 0 and 1 (dtype {dtype}), not "
+    "True and False. Passed to PyTorch as `attn_mask`, a float mask is *added* to the scores "
+    "(section 2): adding 1 or 0 hides no key, so the new tokens would see the keys after "
+    "them; and an integer mask is refused. Which dtype does a comparison of positions, "
+    "such as `j <= i`, give?"
+)
+
+
+@dataclass(frozen=True)
+class BoolMaskCheck(ArrayCheck):
+    """An ArrayCheck for a mask that is meant for PyTorch's ``attn_mask``, with ``prepare``
+    left None: a mask of 0/1 numbers with the right pattern fails with ``_NUMBER_MASK``,
+    since PyTorch adds a float mask to the scores (and refuses an integer one); after that,
+    ``as_bool`` reads any mask (a 0/1 one as bool, so that the mistakes can name its
+    pattern)."""
+
+    as_bool: Prepare | None = None
+
+    def _answer_on(
+        self, answer, case: Case, want: np.ndarray, name: str, timeout, notes: list[str]
+    ) -> np.ndarray:
+        got = super()._answer_on(answer, case, want, name, timeout, notes)
+        if (
+            got.dtype.kind in "iuf"
+            and got.shape == want.shape
+            and np.isin(got, (0, 1)).all()
+            and np.array_equal(got.astype(bool), want)
+        ):
+            raise Fail(_NUMBER_MASK.format(dtype=got.dtype))
+        return got if self.as_bool is None else self.as_bool(got, notes)
+
+
 LOWER_RIGHT_MISTAKES = (
     Mistake(
         "Your mask is aligned at the top left, j ≤ i: PyTorch's `is_causal`. Query i is not "
@@ -1047,13 +1087,13 @@ register(
     LESSON,
     solutions.causal_lower_right,
     "causal_lower_right(n_q, n_k) -> bool (n_q, n_k), True where key j ≤ i + (n_k − n_q)",
-    ArrayCheck(
+    BoolMaskCheck(
         lower_right_cases,
         reference=causal_lower_right,
         shape_rule="one row per new query and one column per key, (n_q, n_k)",
         mistakes=LOWER_RIGHT_MISTAKES,
         hints=(_first_wrong_row,),
-        prepare=bool_mask(
+        as_bool=bool_mask(
             "a comparison such as `j <= i` gives one directly.",
             label="causal mask",
             other_forms=_additive_form,
@@ -1110,14 +1150,15 @@ def _slip(*, on_bool=None, on_float=None, causal=causal_mask, factor=None, axis=
 
 def sdpa_cases() -> list[Case]:
     # Two heads, 3 queries and 5 keys: each option on its own, then a scale other than
-    # 1/√d_k. d_k is 9 (√d_k = 3) in the first two cases and 4 (√d_k = 2) in the others,
-    # so that a default factor written as a number cannot fit them all. Every row of the
-    # bool mask keeps some keys and hides others, so an inverted mask still leaves each
-    # query a key and gives other numbers.
+    # 1/√d_k, then a batch axis in front of the heads' (the docstring promises any leading
+    # axes, and lesson 10 calls the answer on 4-D arrays). d_k is 9 (√d_k = 3) in the first
+    # two cases and 4 (√d_k = 2) in the others, so that a default factor written as a
+    # number cannot fit them all. Every row of the bool mask keeps some keys and hides
+    # others, so an inverted mask still leaves each query a key and gives other numbers.
     rng = np.random.default_rng(1111)
 
-    def inputs(d_k=4, **options):
-        q, k = readable(rng, 2, 3, d_k), readable(rng, 2, 5, d_k)
+    def inputs(d_k=4, lead=(2,), **options):
+        q, k = readable(rng, *lead, 3, d_k), readable(rng, *lead, 5, d_k)
         return {"q": q, "k": k, "attn_mask": None, "is_causal": False, "scale": None, **options}
 
     keep = np.array([[1, 0, 1, 1, 0], [0, 1, 1, 0, 1], [1, 1, 0, 1, 0]], dtype=bool)
@@ -1130,6 +1171,10 @@ def sdpa_cases() -> list[Case]:
         ),  # fmt: skip
         Case("is_causal=True, 3 queries, 5 keys", inputs(is_causal=True)),
         Case("scale = 0.3, no mask", inputs(scale=0.3)),
+        Case(
+            "a batch of 2, 2 heads each (4-D q and k), a bool attn_mask (3, 5)",
+            inputs(lead=(2, 2), attn_mask=keep),
+        ),
     ]
 
 
@@ -1409,6 +1454,56 @@ def _bool_mask_and_scores(got, want, inputs: dict[str, Any], mask: Any = None):
     return mask, q @ np.swapaxes(k, -1, -2) * c
 
 
+def _default_scale_from_q(got, want, inputs: dict[str, Any]) -> str | None:
+    # The default factor read from an axis of q other than the last (`q.shape[1]` or
+    # `q.shape[0]`, a 2-D habit): with a heads axis in front that is n_q or the heads.
+    q = inputs["q"]
+    if inputs["scale"] is not None or got.shape != want.shape:
+        return None
+    names = {q.ndim - 2: "queries", q.ndim - 3: "heads"}
+    for axis in range(q.ndim - 1):
+        n = q.shape[axis]
+        options = {**inputs, "scale": 1 / np.sqrt(n)}
+        if n != q.shape[-1] and matches(got, _slip()(*options.values())):
+            return (
+                f"Your default factor is 1/√{n}: {n} is q.shape[{axis}], the number of "
+                f"{names.get(axis, 'entries along a leading axis')}, not d_k = {q.shape[-1]}. "
+                "q is (…, n_q, d_k), with the heads in front: which axis has d_k entries, "
+                "however many axes come before it?"
+            )
+    return None
+
+
+def _rows_off_one(got, want, inputs: dict[str, Any]) -> str | None:
+    # Scores returned without a softmax, or weights divided by the wrong total: named
+    # last, once no slip and no other hint explains the rows.
+    if got.shape != want.shape or not np.isfinite(got.astype(np.float64)).all():
+        return None
+    sums = got.astype(np.float64).sum(axis=-1)
+    if np.abs(sums - 1).max() < 1e-6:
+        return None
+    low, high = f"{sums.min():.2f}", f"{sums.max():.2f}"
+    span = low if low == high else f"{low} to {high}"
+    return (
+        f"Your rows add up to {span}, not 1: each row of weights is the softmax of one "
+        "query's scores over the keys. Where does your function take the softmax, and "
+        "over which axis?"
+    )
+
+
+def _square_causal_mask(message: str, inputs: dict[str, Any]) -> bool:
+    # A causal mask built (n_k, n_k), as for self-attention, that cannot broadcast against
+    # scores with fewer queries than keys.
+    n_q, n_k = inputs["q"].shape[-2], inputs["k"].shape[-2]
+    squares = (f"({n_k},{n_k})", f"({n_k}, {n_k})")
+    return inputs["is_causal"] and n_q != n_k and any(sq in message for sq in squares)
+
+
+def _three_axes_only(message: str, inputs: dict[str, Any]) -> bool:
+    # `k.transpose(0, 2, 1)`: right for the 3-D cases, refused on the 4-D one.
+    return "axes don't match array" in message and np.ndim(inputs["k"]) > 3
+
+
 def _none_used(message: str, inputs: dict[str, Any]) -> bool:
     return "NoneType" in message
 
@@ -1435,13 +1530,28 @@ register(
             _bool_mask_ignored,
             _zeroed_after_softmax,
             _zeroed_scores,
+            _default_scale_from_q,
+            _rows_off_one,
         ),
         shape_hint=(
-            "q is (…, n_q, d_k) and k is (…, n_k, d_k), here with a heads axis in front. "
+            "q is (…, n_q, d_k) and k is (…, n_k, d_k), here with one or two axes in front. "
             "`k.T` reverses *every* axis of a 3-D array, the heads' too: how do you swap "
             "only the last two?"
         ),
         error_hints=(
+            (
+                _square_causal_mask,
+                "Your causal mask is square, (n_k, n_k), but the scores are (…, n_q, n_k), "
+                "here with fewer queries than keys. The mask of `is_causal` needs one row per "
+                "query: which shape must it have, and which keys does each row keep under "
+                "the top-left rule?",
+            ),
+            (
+                _three_axes_only,
+                "Your function names each axis of a 3-D array, but this q and k have two "
+                "axes in front of (n, d_k), a batch and the heads. How do you swap the last "
+                "two axes of k, however many come before them?",
+            ),
             (
                 _none_used,
                 "An option the call leaves out arrives as None (attn_mask=None, scale=None): "

@@ -1820,7 +1820,7 @@ def plot_divisor_summary(results: Mapping[tuple[int, str], Run]):
     ticks = sorted({divisor_value(k[1], k[0]) / np.sqrt(k[0]) for k in results})
     ax.set_xticks(ticks, [_ratio_label(t) for t in ticks])
     ax.set(
-        title="how fast each divisor learns (dashed: τ = √d_k)",
+        title=r"how fast each divisor learns (dashed: $\tau = \sqrt{d_k}$)",
         xlabel=r"divisor $\tau$ in units of $\sqrt{d_k}$ (log scale); "
         r"open circle: ÷1 at $1/\sqrt{d_k}$, square: ÷$d_k$ at $\sqrt{d_k}$",
         ylabel="mean accuracy over training",

@@ -189,7 +189,7 @@ def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 20_000, seed:
     )
 
 
-def query_gradient_norms(
+def query_gradient_rows(
     d_ks=(16, 64, 256, 1024),
     alphas=(0.0, 0.5, 1.0),
     n_keys: int = 16,
@@ -197,7 +197,7 @@ def query_gradient_norms(
     seed: int = 20,
     init_std: float = 1.0,
 ) -> np.ndarray:
-    """Median length of the gradient that reaches the query, for divisors τ = d_k^α.
+    """Length of the gradient that reaches the query, row by row, for divisors τ = d_k^α.
 
     For each row: a query q and ``n_keys`` keys K (rows k_j) with N(0, σ²) entries,
     σ = ``init_std`` (1: unit variance; 1/√3: ``nn.Linear``'s default, lesson 02), the
@@ -214,11 +214,11 @@ def query_gradient_norms(
     ``‖∂L/∂q‖² = (g · a)² + σ² ‖g‖² χ²_(d_k − 1)`` exactly in distribution, with
     ``|q|² = σ² χ²_(d_k)``. Every α and every σ sees the same draws.
 
-    Shapes: ``d_ks (m,)``, ``alphas (a,)`` → ``(a, m)``, medians over ``n_rows`` rows.
+    Shapes: ``d_ks (m,)``, ``alphas (a,)`` → ``(a, m, n_rows)``: ‖∂L/∂q‖ of every row.
 
     Lesson: ``notebooks/03_scaling.ipynb`` (Section 7).
     """
-    medians = np.empty((len(alphas), len(d_ks)))
+    norms = np.empty((len(alphas), len(d_ks), n_rows))
     for i, d_k in enumerate(d_ks):
         rng = np.random.default_rng(seed + i)
         q_length = init_std * np.sqrt(rng.chisquare(d_k, size=(n_rows, 1)))
@@ -232,8 +232,44 @@ def query_gradient_norms(
             p = softmax(s / tau)
             grad_s = p * (grad_p - (p * grad_p).sum(axis=-1, keepdims=True)) / tau
             squared = (grad_s * along).sum(axis=-1) ** 2 + across * (grad_s**2).sum(axis=-1)
-            medians[row, i] = np.median(np.sqrt(squared))
-    return medians
+            norms[row, i] = np.sqrt(squared)
+    return norms
+
+
+def query_gradient_norms(
+    d_ks=(16, 64, 256, 1024),
+    alphas=(0.0, 0.5, 1.0),
+    n_keys: int = 16,
+    n_rows: int = 2000,
+    seed: int = 20,
+    init_std: float = 1.0,
+) -> np.ndarray:
+    """Median over rows of :func:`query_gradient_rows`: the typical row's ‖∂L/∂q‖.
+
+    Shapes: ``d_ks (m,)``, ``alphas (a,)`` → ``(a, m)``.
+
+    Lesson: ``notebooks/03_scaling.ipynb`` (Section 7).
+    """
+    rows = query_gradient_rows(d_ks, alphas, n_keys, n_rows, seed, init_std)
+    return np.median(rows, axis=-1)
+
+
+def share_carrying_half(values) -> np.ndarray:
+    """Smallest share of rows whose values add up to half of the total, per last axis.
+
+    Formula: sort the non-negative values of a row in decreasing order, x_(1) ≥ x_(2) ≥ …;
+    the answer is k/n for the smallest k with x_(1) + … + x_(k) ≥ ½ Σ x. Values that are
+    all alike give about ½; a sum carried by a few large values gives a small share.
+
+    Shapes: ``(..., n)`` → ``(...)``.
+
+    Lesson: ``notebooks/03_scaling.ipynb`` (Section 7): how concentrated the raw rows'
+    gradient at the query is.
+    """
+    x = -np.sort(-np.asarray(values, dtype=float), axis=-1)
+    cumulative = np.cumsum(x, axis=-1)
+    k = (cumulative < 0.5 * cumulative[..., -1:]).sum(axis=-1) + 1
+    return k / x.shape[-1]
 
 
 def power_variances(d_ks=DK_GRID, powers=POWERS, n_samples: int = 4000, seed: int = 5):

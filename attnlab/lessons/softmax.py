@@ -106,8 +106,8 @@ def query_scaling_plot(cs, plain_max, qk_max_by_g):
     """The largest weight of one query's row when the query is multiplied by c (log x).
 
     One curve for plain scaled dot products ``(c q) · k / √d_k``, which sharpen as c grows (a
-    temperature τ/c), and one flat line per QK-norm scale g, which ignores c: g alone sets
-    its height.
+    temperature τ/c), and one flat line per QK-norm scale g, which ignores c: the query's
+    length drops out, and g and the angles set its height.
     Shapes: ``cs``, ``plain_max`` 1-D of one length; ``qk_max_by_g`` a dict {g: 1-D of that
     length}, at most three entries.
     Lesson: ``notebooks/04_softmax.ipynb`` (query-dependent scaling).
@@ -122,7 +122,7 @@ def query_scaling_plot(cs, plain_max, qk_max_by_g):
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("c, the factor on the query (log scale)")
     ax.set_ylabel("largest weight of the row")
-    ax.set_title("Plain: q's length is a temperature τ/c. QK-norm: only g counts")
+    ax.set_title("Plain: q's length is a temperature τ/c. QK-norm: the query's length drops out")
     ax.legend(fontsize=8, loc="upper left")
     return fig
 

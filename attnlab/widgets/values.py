@@ -1,14 +1,15 @@
 """Q/K/V explorer: one query's raw scores, scaled scores, weights and output, side by side.
 
-Formula: for query i, ``s_j = q_i · k_j``, scaled ``s_j / √d_k``, weights
+Formula: for query i, ``s_j = q_i · k_j``, scaled ``c · s_j / √d_k = s_j / τ``, weights
 ``a = softmax(c · s / √d_k)`` with the sharpening factor c (1 is attention as it is;
 multiplying the scaled scores by c is a temperature τ = √d_k / c on the raw scores,
-lesson 04) and output ``z_i = Σ_j a_j v_j``. The output panel shades each value
-column's range [min_j V_jc, max_j V_jc]: a convex combination can never leave it, however
-sharp or flat the weights. The last panel draws the value rows as points (their first two
-features), their convex hull, and the output: the path it takes as c goes from 1/4 to 16
-runs from near the mean of the rows towards one value row, or towards the segment between
-two whose keys score almost the same.
+lesson 04) and output ``z_i = Σ_j a_j v_j``. The scaled panel draws the scores that enter
+the softmax, c · s / √d_k, on the raw panel's axis: the slider visibly stretches them. The
+output panel shades each value column's range [min_j V_jc, max_j V_jc]: a convex
+combination can never leave it, however sharp or flat the weights. The last panel draws
+the value rows as points (their first two features), their convex hull, and the output:
+the path it takes as c goes from 1/4 to 16 runs from near the mean of the rows towards
+one value row, or towards the segment between two whose keys score almost the same.
 
 Lesson: ``notebooks/05_values.ipynb``.
 """
@@ -96,7 +97,8 @@ def format_matrix(M: np.ndarray) -> str:
 class QKVExplorer(CourseWidget):
     """Five panels for the chosen query: raw scores, scaled scores, weights, output, hull.
 
-    ``shown``: ``"raw"``, ``"scaled"``, ``"weights"`` (one per key) and ``"output"``
+    ``shown``: ``"raw"``, ``"scaled"`` (c · raw / √d_k, what enters the softmax),
+    ``"weights"`` (one per key) and ``"output"``
     (d_v) of the chosen query; ``"point"``, its output in the hull panel (its first two
     features, (2,)), and ``"path"``, that point for every factor of ``PATH_FACTORS``.
     ``inputs``: the text boxes ``"Q"``, ``"K"``, ``"V"``, the ``"apply"`` button and the
@@ -147,7 +149,8 @@ class QKVExplorer(CourseWidget):
     def _sharpen(self, factor: float) -> None:
         # Every query's weights at this factor, so choosing a query only redraws.
         self.factor = factor
-        self.weights = softmax(factor * self.scaled, axis=-1)
+        self.logits = factor * self.scaled
+        self.weights = softmax(self.logits, axis=-1)
         self.out = self.weights @ self.V
 
     def make_controls(self) -> dict[str, Any]:
@@ -182,9 +185,10 @@ class QKVExplorer(CourseWidget):
 
     def draw(self, axes: np.ndarray) -> list[Any]:
         ax_raw, ax_scaled, ax_w, ax_out, ax_hull = axes[0]
-        labels, d_k, V = self.labels, self.d_k, self.V
+        labels, V = self.labels, self.V
         n_k, d_v = V.shape
         lim = 1.15 * float(np.abs(self.raw).max()) or 1.0
+        self.lim = lim
         self.raw_bars = plots.bars(
             np.zeros(n_k),
             ax_raw,
@@ -197,14 +201,21 @@ class QKVExplorer(CourseWidget):
             np.zeros(n_k),
             ax_scaled,
             labels=labels,
-            title=f"scaled: ÷ √{d_k} = {np.sqrt(d_k):.2f}",
+            title="scaled: ÷ τ = √d_k / c",
             ylim=(-lim, lim),
         )
+        # A large c stretches scores past the shared axis: such a bar stops at the edge under
+        # a triangle pointing on (markers, not text: text is what makes a redraw slow).
+        self.clipped = [
+            ax_scaled.plot([], [], "k" + m, ms=4, clip_on=False, zorder=3)[0] for m in "^v"
+        ]
+        for marks in self.clipped:
+            marks.set_in_layout(False)  # empty at first: it must not move the panels
         self.weight_bars = plots.bars(
             np.zeros(n_k),
             ax_w,
             labels=labels,
-            title="weights: softmax(c · scaled)",
+            title="weights: softmax(scaled)",
             color=plots.THIRD,
             ylim=(0, 1.18),
         )
@@ -242,6 +253,7 @@ class QKVExplorer(CourseWidget):
             self.weight_bars,
             self.out_bars,
             *self.weight_texts,
+            *self.clipped,
             self.path_line,
             self.point,
         ]
@@ -294,7 +306,7 @@ class QKVExplorer(CourseWidget):
         i = query
         rows = {
             "raw": self.raw[i],
-            "scaled": self.scaled[i],
+            "scaled": self.logits[i],
             "weights": self.weights[i],
             "output": self.out[i],
         }
@@ -302,6 +314,11 @@ class QKVExplorer(CourseWidget):
         for container, heights in zip(bars, rows.values(), strict=True):
             for bar, h in zip(container.patches, heights, strict=True):
                 bar.set_height(h)
+        for sign, marks in zip((1, -1), self.clipped, strict=True):
+            over = np.flatnonzero(sign * self.logits[i] > self.lim)
+            for key in over:
+                self.scaled_bars.patches[key].set_height(sign * self.lim)
+            marks.set_data(over, np.full(len(over), sign * self.lim))
         for j, (text, w) in enumerate(zip(self.weight_texts, self.weights[i], strict=True)):
             text.set_text(f"{w:.2f}")
             text.set_position((j, w + 0.02))
@@ -325,11 +342,13 @@ class QKVExplorer(CourseWidget):
         )
         out = ", ".join(f"{z:.3f}" for z in self.out[i])
         weight = "weight" if self.factor == 1 else f"weight (scores × {self.factor:.3g})"
+        tau = f"{np.sqrt(self.d_k) / self.factor:.3g}"
+        scaled = f"÷ √{self.d_k}" if self.factor == 1 else f"÷ τ = √{self.d_k} / c = {tau}"
         return (
             f"<b>query {name}</b>"
             f"<table style='font-size:12px'><tr><th></th>{keys}</tr>"
             f"{row('raw score', self.raw[i])}"
-            f"{row(f'÷ √{self.d_k}', self.scaled[i])}"
+            f"{row(scaled, self.logits[i])}"
             f"{row(weight, self.weights[i])}</table>"
             f"z<sub>{name}</sub> = {terms} = [{out}]"
         )

@@ -166,6 +166,59 @@ class VarianceExplorer(CourseWidget):
             f"{frame['above_half_scaled']:.0%} divided by √d_k."
         )
 
+    def takeover_d_k(self, scale: float) -> int | None:
+        """The smallest d_k on the slider from which more than half of the raw rows give
+        one key more than 0.5 at this σ_q σ_k (a value of ``SCALES``); None if none does."""
+        return next((d for d in self.d_ks if self.frames[d, scale]["above_half_raw"] > 0.5), None)
+
+    def plot_summary(self):
+        """Every frame in one figure, against d_k on a log₂ axis: left, the share of rows
+        whose largest weight passes 0.5; right, the median largest weight (log scale). One
+        line per σ_q σ_k and divisor (blue raw, orange ÷ √d_k, as in the widget); grey
+        marks at each σ_q σ_k's ``takeover_d_k``. Returns the figure (pyplot).
+
+        Lesson: ``notebooks/02_variance.ipynb``, Section 9.
+        """
+        import matplotlib.pyplot as plt
+
+        fig, (left, right) = plt.subplots(1, 2, figsize=(8.6, 3.3), layout="constrained")
+        d = np.asarray(self.d_ks, dtype=float)
+        styles = (
+            {"ls": "-", "marker": "o"},
+            {"ls": "--", "marker": "s"},
+            {"ls": ":", "marker": "^"},
+        )
+        for (name, scale), style in zip(SCALES, styles, strict=True):
+            for key, label, colour in DIVISORS:
+                shares = [self.frames[k, scale][f"above_half_{key}"] for k in self.d_ks]
+                medians = [self.frames[k, scale][f"median_top_{key}"] for k in self.d_ks]
+                kw = {"color": colour, "markersize": 4, "linewidth": 1.3, **style}
+                left.plot(d, shares, label=f"{label}, σ_q σ_k = {name}", **kw)
+                right.plot(d, medians, **kw)
+            first = self.takeover_d_k(scale)
+            if first is not None:
+                left.axvline(first, color="0.6", linewidth=0.8, zorder=0)
+                left.text(first, 1.02, str(first), ha="center", va="bottom", fontsize=8,
+                          color="0.35", transform=left.get_xaxis_transform())  # fmt: skip
+        left.axhline(0.5, color="0.35", linestyle=":", linewidth=1.0)
+        left.set(ylim=(-0.02, 1.0), ylabel="share of rows")
+        left.set_title("largest weight above 0.5", pad=14)  # room for the marks' labels
+        right.axhline(0.5, color="0.35", linestyle=":", linewidth=1.0)
+        right.set_yscale("log", base=2)
+        right.set_ylim(1 / ROW_KEYS, 1.0)
+        right.set_yticks([1 / 256, 1 / 64, 1 / 16, 1 / 4, 1], ["1/256", "1/64", "1/16", "1/4", "1"])
+        right.set_ylabel(f"weight (row of {ROW_KEYS} keys)")
+        right.set_title("median row's largest weight", pad=14)
+        for ax in (left, right):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(d, [f"{v:g}" for v in d])
+            ax.minorticks_off()
+            ax.set_xlabel("d_k")
+            ax.grid(True, alpha=0.3)
+        left.legend(fontsize=7, loc="upper left")
+        fig.suptitle(f"All {ROW_COUNT} rows at every d_k and σ_q σ_k of the widget", fontsize=10)
+        return fig
+
 
 def variance_explorer(
     d_ks: Iterable[int] | None = None,
