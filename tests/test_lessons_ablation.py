@@ -859,6 +859,10 @@ def wrong_mean(p, grad_p):
     return p * (grad_p - np.mean(grad_p, axis=-1, keepdims=True))
 
 
+def wrong_jacobian_diagonal(p, grad_p):
+    return p * (1 - p) * grad_p  # only the diagonal of diag(p) − p pᵀ
+
+
 def wrong_softmax_of_p(p, grad_p):
     p = attnlab.softmax(p)  # p is already the softmax's output
     return p * (grad_p - (grad_p * p).sum(axis=-1, keepdims=True))
@@ -879,6 +883,7 @@ def wrong_softmax_of_p(p, grad_p):
         (wrong_plain_sum, "plain sum"),
         (wrong_mean, "mean of g"),
         (wrong_softmax_of_p, "applied softmax to p again"),
+        (wrong_jacobian_diagonal, "only the diagonal of the Jacobian"),
     ],
 )
 def test_classic_mistakes_fail_and_are_named(answer, phrase):

@@ -496,6 +496,22 @@ def test_a_bool_mask_never_applied_is_named(other_options):
     assert result.message.startswith(ex._BOOL_IGNORED), result.message
 
 
+@pytest.mark.parametrize("causal", ["handled", "ignored too"])
+def test_a_float_mask_never_applied_is_named(causal):
+    # Only a bool branch: a float mask leaves the scores as they are.
+    def skips_float(q, k, attn_mask=None, is_causal=False, scale=None):
+        S = q @ np.swapaxes(k, -1, -2) * (q.shape[-1] ** -0.5 if scale is None else scale)
+        if is_causal and causal == "handled":
+            attn_mask = attnlab.causal_mask(*S.shape[-2:])
+        if attn_mask is not None and attn_mask.dtype == bool:
+            S = np.where(attn_mask, S, -np.inf)
+        return attnlab.softmax(S)
+
+    result = check("sdpa_weights", skips_float)
+    assert not result.passed
+    assert result.message.startswith(ex._FLOAT_IGNORED), result.message
+
+
 def test_sdpa_weights_with_k_T_or_a_missing_option_gets_a_specific_hint():
     def k_t(q, k, attn_mask=None, is_causal=False, scale=None):
         return attnlab.softmax(q @ k.T)
@@ -904,3 +920,14 @@ def test_a_shape_slip_in_the_readout_is_not_asked_about_the_outer_product():
 
     message = check("linear_attention_step", readout).message
     assert "the one number φ(q_i)ᵀ z_i" in message and "(d_k, d_v)?" not in message, message
+
+
+def test_a_one_line_step_whose_readout_fails_is_asked_about_the_readout():
+    # The outer product on the same line is right; the `@` that fails is the readout's.
+    def one_line(S, z, q, k, v):
+        fq, fk = ex.elu_feature(q), ex.elu_feature(k)
+        S = S + np.outer(fk, v); z = z + fk; return S, z, S @ fq / (fq @ z)  # noqa: E702  # fmt: skip
+
+    message = check("linear_attention_step", one_line).message
+    assert "the one number φ(q_i)ᵀ z_i" in message and "(d_k, d_v)?" not in message, message
+    assert ex._outside_outer("S + np.outer(fk, v) @ (v)") == "S + np. @ (v)"

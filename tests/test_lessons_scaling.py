@@ -357,6 +357,23 @@ def test_newton_steps_that_divide_by_a_zero_slope_are_told_where_the_zero_comes_
     assert "halves that interval" in message
 
 
+def test_newton_steps_whose_numpy_division_by_a_zero_slope_gives_inf_are_told_why():
+    def newton_in_beta(scores, target):
+        beta = np.float64(1.0)
+        for _ in range(50):
+            p = np.round(attnlab.softmax(scores * beta), 12)
+            h = lesson.entropy(p)
+            variance = (p * scores**2).sum() - (p * scores).sum() ** 2
+            with np.errstate(divide="ignore", invalid="ignore"):
+                beta = beta - (h - target) / (-beta * variance)
+        return 1 / beta
+
+    message = check("temperature_for_entropy", newton_in_beta).message
+    assert "x contains +inf" in message, message
+    assert "NumPy number divided by 0" in message and "one-hot" in message
+    assert "halves that interval" in message
+
+
 @pytest.mark.parametrize("tau", [0.1, 10.0])
 def test_temperature_feedback_spots_an_end_of_a_narrow_bracket(tau):
     message = check("temperature_for_entropy", lambda scores, target: tau).message
@@ -748,6 +765,30 @@ def test_the_raw_rows_gradient_at_the_query_vanishes_for_most_rows_but_not_on_av
     half = lesson.share_carrying_half(rows)
     assert half.shape == (3, 2)
     assert half[0, 1] < 0.06 < 0.3 < half[1, 0] < half[1, 1] + 0.05
+
+
+def test_the_rows_that_carry_the_raw_gradient_are_near_ties():
+    # Lesson 03, Section 7: query_score_rows gives the same rows' raw scores, and the raw
+    # rows carrying half of ‖∂L/∂q‖ at d_k = 1024 have nearly tied top two scores.
+    rows = lesson.query_gradient_rows((16, 1024), alphas=(0.0,), n_rows=4000)
+    S = lesson.query_score_rows((16, 1024), n_rows=4000)
+    assert S.shape == (2, 4000, 16)
+    p = attnlab.softmax(S[0])
+    g = p * (1 - p)  # the 16-key rows: a large ‖∂L/∂q‖ goes with a large Jacobian
+    assert np.corrcoef(rows[0, 0], g.max(axis=-1))[0, 1] > 0.3
+    few = lesson.rows_carrying_half(rows[0, 1])
+    assert few.mean() == lesson.share_carrying_half(rows[0, 1]) < 0.1
+    top2 = np.sort(S[1], axis=-1)[:, -2:]
+    gap = top2[:, 1] - top2[:, 0]
+    assert np.median(gap[few]) < 0.2 * np.median(gap)
+
+
+def test_rows_carrying_half():
+    np.testing.assert_array_equal(
+        lesson.rows_carrying_half([[3.0, 1.0, 1.0, 1.0], [0.0, 0.0, 9.0, 1.0]]),
+        [[True, False, False, False], [False, False, True, False]],
+    )
+    assert lesson.rows_carrying_half([1.0, 1.0, 1.0, 1.0]).sum() == 2
 
 
 def test_share_carrying_half():

@@ -488,3 +488,75 @@ def test_a_masked_softmax_that_fills_with_zero_then_zeroes_the_weights_is_told_b
     assert not result.passed
     assert "set the blocked scores to 0 before the softmax" in result.message
     assert "largest difference" not in result.message
+
+
+def _qk_norm_clamped_queries(Q, K, g):
+    # Right on the test inputs, whose queries are all longer than 0.3, but a query shorter
+    # than that keeps part of its length.
+    Qn = Q / np.maximum(np.linalg.norm(Q, axis=-1, keepdims=True), 0.3)
+    return g * Qn @ _unit(K).T
+
+
+def test_qk_norm_scores_that_change_when_the_queries_shrink_are_refused():
+    result = attnlab.check("qk_norm_scores", _qk_norm_clamped_queries)
+    assert not result.passed
+    assert "Your scores change when the queries get shorter" in result.message
+    assert "multiplying `Q` by 0.01" in result.message
+    assert "a query's length should drop out" in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (lambda Q, K, g: g * np.tanh(Q @ K.T), "when the queries get longer"),
+        (lambda Q, K, g: g * _unit(Q) @ np.tanh(K).T, "when the keys get longer"),
+        (lambda Q, K, g: Q @ K.T / np.sqrt(Q.shape[1]), "outside [-g, g] = [-2, 2]"),
+    ],
+)
+def test_qk_norm_scores_that_depend_on_the_lengths_are_told_the_length_should_drop_out(
+    answer, said
+):
+    result = attnlab.check("qk_norm_scores", answer)
+    assert not result.passed
+    assert "length should drop out" in result.message
+    assert said in result.message
+    assert "largest difference" not in result.message
+
+
+def _layernorm_rows(A):
+    centred = A - A.mean(axis=-1, keepdims=True)
+    return centred / centred.std(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (
+            lambda Q, K, g: (
+                g
+                * _unit(Q - Q.mean(axis=1, keepdims=True))
+                @ _unit(K - K.mean(axis=1, keepdims=True)).T
+            ),
+            "subtracted each vector's mean before dividing by its length",
+        ),
+        (
+            lambda Q, K, g: g * _layernorm_rows(Q) @ _layernorm_rows(K).T,
+            "subtracted its mean and divided by its standard deviation",
+        ),
+    ],
+)
+def test_qk_norm_scores_normalised_as_layernorm_are_named(answer, said):
+    result = attnlab.check("qk_norm_scores", answer)
+    assert not result.passed
+    assert said in result.message
+    assert "Henry et al." in result.message
+
+
+def test_qk_norm_scores_with_a_small_guard_against_zero_lengths_pass():
+    # norm + 1e-6 is off by 5e-4 on the shortest key multiplied by 0.01: still accepted.
+    def guarded(Q, K, g):
+        Qn = Q / (np.linalg.norm(Q, axis=-1, keepdims=True) + 1e-6)
+        return g * Qn @ (K / (np.linalg.norm(K, axis=-1, keepdims=True) + 1e-6)).T
+
+    result = attnlab.check("qk_norm_scores", guarded)
+    assert result.passed, result.message

@@ -104,6 +104,16 @@ MISTAKES = (
         for d in (64, 512)
     ),
     Mistake(
+        "√d_k is rounded down to a whole number (`int(...)` or `//`) before you divide. "
+        "Divide by the unrounded `np.sqrt(d_k)`: √d_k need not be whole.",
+        lambda Q, K: Q @ K.T / int(np.sqrt(Q.shape[-1])),
+    ),
+    Mistake(
+        "√d_k is rounded to the nearest whole number (`round` or `np.round`) before you "
+        "divide. Divide by the unrounded `np.sqrt(d_k)`: √d_k need not be whole.",
+        lambda Q, K: Q @ K.T / np.round(np.sqrt(Q.shape[-1])),
+    ),
+    Mistake(
         "Your rows sum to 1: you applied a softmax. This exercise asks for the scaled scores "
         "themselves, the numbers that go *into* the softmax.",
         lambda Q, K: softmax_rows(Q @ K.T / np.sqrt(Q.shape[-1])),
@@ -298,7 +308,15 @@ def slips() -> list[Slip]:
         "question asks for the exact standard deviation, which follows from the variances "
         "alone. " + _RULE
     )
-    return [*found, Slip(_STD, measured, 0.02 * _STD)]
+    # A number with at most two decimals in that window (32.3, 31.5) is more likely a guess
+    # than a measurement: it gets the generic hint, so it is not told that it is close.
+    cents = range(math.ceil(0.98 * _STD * 100), math.floor(1.02 * _STD * 100) + 1)
+    guesses = [
+        Slip(c / 100, f"Not quite: {c / 100:g} is not it. {_RULE}", 1e-9)
+        for c in cents
+        if abs(c / 100 - _STD) > TOLERANCE  # nearer still, the answer passes
+    ]
+    return [*found, *guesses, Slip(_STD, measured, 0.02 * _STD)]
 
 
 def _passed(value: float) -> str:
@@ -401,6 +419,12 @@ UNIFORM_MISTAKES = (
         "a product of independent numbers with mean 0, do the variances add or multiply? "
         "(Section 7 derived it.)",
         lambda d_k: np.sqrt(2 * d_k / 3),
+    ),
+    Mistake(
+        "That is √(d_k / 12): a variance of 1/12 belongs to an interval of width 1, such as "
+        "[0, 1], and you used it once, but both q and k have it. What is the width of "
+        f"[−1, 1], and how many entry variances go into each product q_i k_i? {_UNIFORM}",
+        lambda d_k: np.sqrt(d_k / 12),
     ),
     Mistake(
         "That is √d_k · 2/3, which an entry variance of 2/3 gives. ∫₋₁¹ x² dx = 2/3 leaves "

@@ -344,6 +344,23 @@ DIVIDED_BY_ZERO = (
 )
 
 
+def _infinite_input(message: str, inputs: dict[str, Any]) -> bool:
+    return "x contains +inf" in message
+
+
+# The same Newton step with NumPy floats: a float64 divided by a zero slope gives inf (with
+# a warning) rather than raising, and softmax then meets scores * inf.
+INFINITE_INPUT = (
+    "Where does that ∞ come from? If you take Newton steps with the slope dH/dβ = −β·Var_p(s) "
+    "from the hint (β = 1/τ), that slope is exactly 0 on a row that is one-hot in floating "
+    "point, as a row of scores in the hundreds is at τ = 1, and a NumPy number divided by 0 "
+    "gives inf instead of an error, so β becomes inf. The hint gives the slope to show that "
+    "the entropy moves one way only; a search that keeps τ between two finite numbers and "
+    "halves that interval needs no slope, so it cannot divide by 0. (Or do you divide the "
+    "scores by a τ of 0 at some step?)"
+)
+
+
 def _temperature_hint(got, want, inputs):
     if np.size(got) != 1:
         return "Return one positive number, the temperature τ."
@@ -462,7 +479,7 @@ register(
         # example's 3 decimals would show a close answer and the right one alike.
         show_expected=False,
         show_returned=False,
-        error_hints=((_divided_by_zero, DIVIDED_BY_ZERO),),
+        error_hints=((_divided_by_zero, DIVIDED_BY_ZERO), (_infinite_input, INFINITE_INPUT)),
     ),
 )
 

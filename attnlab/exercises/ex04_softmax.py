@@ -1020,6 +1020,19 @@ def _rms_rows(A: np.ndarray) -> np.ndarray:
     return A / np.sqrt((A**2).mean(axis=-1, keepdims=True))
 
 
+def _centred_unit_rows(A: np.ndarray) -> np.ndarray:
+    """A with each row's mean subtracted, then divided by its length, as LayerNorm starts."""
+    centred = A - A.mean(axis=-1, keepdims=True)
+    return centred / np.linalg.norm(centred, axis=-1, keepdims=True)
+
+
+def _standardised_rows(A: np.ndarray) -> np.ndarray:
+    """A with each row's mean subtracted, then divided by its standard deviation: LayerNorm
+    without its learned scale and shift."""
+    centred = A - A.mean(axis=-1, keepdims=True)
+    return centred / centred.std(axis=-1, keepdims=True)
+
+
 def _no_keepdims(A: np.ndarray) -> np.ndarray:
     """A divided by its row lengths taken without keepdims: they line up with the columns."""
     return A / np.linalg.norm(A, axis=-1)
@@ -1129,6 +1142,19 @@ QK_NORM_MISTAKES = (
         lambda Q, K, g: g * _rms_rows(Q) @ _rms_rows(K).T,
     ),
     Mistake(
+        "You subtracted each vector's mean before dividing by its length, as LayerNorm "
+        "does. The QK-norm of the formula (Henry et al.) divides each vector by its length "
+        "only, so that q_i · k_j becomes cos θ_ij. Which step can you leave out?",
+        lambda Q, K, g: g * _centred_unit_rows(Q) @ _centred_unit_rows(K).T,
+    ),
+    Mistake(
+        "You normalised each vector as LayerNorm does: subtracted its mean and divided by "
+        "its standard deviation. That gives every vector length √d, not 1, and the mean "
+        "should not be subtracted at all: the QK-norm of the formula (Henry et al.) divides "
+        "each vector by its length only, so that q_i · k_j becomes cos θ_ij.",
+        lambda Q, K, g: g * _standardised_rows(Q) @ _standardised_rows(K).T,
+    ),
+    Mistake(
         "You divided cos θ_ij by g, but the formula multiplies: the scores are g cos θ_ij, "
         "in [-g, g], so a larger g makes sharper rows.",
         lambda Q, K, g: _unit_rows(Q) @ _unit_rows(K).T / g,
@@ -1195,6 +1221,81 @@ def _qk_norm_range_hint(got, want, inputs):
         "every QK-norm score lies in [-g, g]. Does every query and every key have length 1 "
         "before the product?"
     )
+
+
+_GENERIC = "returns the right shape but different numbers"
+
+
+def _close(scaled: np.ndarray, base: np.ndarray) -> bool:
+    """Equal within 1 % of the largest score: looser than the check itself, so that a guard
+    such as ``norm + 1e-6`` against a zero-length vector passes on the shrunken inputs."""
+    if scaled.shape != base.shape:
+        return False
+    scaled, base = scaled.astype(np.float64), base.astype(np.float64)
+    if not (np.isfinite(scaled).all() and np.isfinite(base).all()):
+        return np.array_equal(scaled, base, equal_nan=True)
+    return bool(np.abs(scaled - base).max(initial=0.0) <= 1e-2 * max(1.0, np.abs(base).max()))
+
+
+def _length_changes_it(answer: Any, timeout: float | None) -> tuple[str, float, str] | None:
+    """("Q" or "K", the factor, the test input's label) when multiplying every query or
+    every key by a positive number changes the answer's scores; None when the lengths drop
+    out."""
+
+    def run(Q: np.ndarray, K: np.ndarray, g: float) -> np.ndarray:
+        # Copies, and by position: the learner's parameters may have other names.
+        Q, K = np.copy(Q), np.copy(K)
+        return np.asarray(run_with_time_limit(lambda: answer(Q, K, g), timeout))
+
+    for case in qk_norm_cases():
+        Q, K, g = case.inputs["Q"], case.inputs["K"], case.inputs["g"]
+        try:
+            with silenced():
+                base = run(Q, K, g)
+                for which in ("Q", "K"):
+                    for c in (100.0, 0.01):
+                        scaled = run(c * Q, K, g) if which == "Q" else run(Q, c * K, g)
+                        if not _close(scaled, base):
+                            return which, c, case.label
+        except Exception:  # an answer that fails to run here is judged by the check itself
+            continue
+    return None
+
+
+def _length_message(name: str, which: str, c: float, label: str) -> str:
+    vector, vectors = ("query", "queries") if which == "Q" else ("key", "keys")
+    change = "longer" if c > 1 else "shorter"
+    return (
+        f"Your scores change when the {vectors} get {change}: on the test input {label!r}, "
+        f"multiplying `{which}` by {c:g} changes what your `{name}` returns. "
+        f"In QK-norm a {vector}'s length should drop out, so that only the angle θ_ij "
+        "and g set the score g cos θ_ij. What can you divide each "
+        f"{vector} by so that its length no longer counts?"
+    )
+
+
+@dataclass(frozen=True)
+class LengthFreeCheck(ArrayCheck):
+    """An ArrayCheck that also multiplies Q, then K, by 100 and by 0.01: QK-norm scores
+    must not change. It refuses an answer whose scores do, and for a wrong answer with no
+    named mistake it says so in place of the bare "different numbers"."""
+
+    def __call__(self, answer: Any, *, name: str, timeout: float | None) -> CheckResult:
+        result = super().__call__(answer, name=name, timeout=timeout)
+        if not callable(answer):
+            return result
+        head, sep, example = result.message.partition("\n\n")
+        if not result.passed and _GENERIC not in head and not head.startswith("Some of your"):
+            return result
+        found = _length_changes_it(answer, timeout)
+        if found is None:
+            return result
+        message = _length_message(name, *found)
+        if result.passed:
+            return CheckResult(False, message, name)
+        if head.startswith("Some of your"):  # the range hint: keep its finding, after the cause
+            message = f"{message} {head.split(' Does every')[0]}"
+        return CheckResult(False, f"{message}{sep}{example}", name)
 
 
 # --------------------------------------------------------------- register
@@ -1274,7 +1375,7 @@ register(
     LESSON,
     solutions.qk_norm_scores,
     "qk_norm_scores(Q, K, g) -> (n_q, n_k), the scores g cos θ between every query and key",
-    ArrayCheck(
+    LengthFreeCheck(
         qk_norm_cases,
         reference=_qk_norm_reference,
         shape_rule="one score for each query (row) and each key (column), (n_q, n_k)",

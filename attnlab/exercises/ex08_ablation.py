@@ -136,6 +136,13 @@ BACKWARD_MISTAKES = (
         lambda p, g: (p * (g - _dot(p, g))).T,
     ),
     Mistake(
+        "You kept only the diagonal of the Jacobian, p_i (1 − p_i), so each entry sees only "
+        "its own g_i. Raising one score also lowers every other weight of the row (the "
+        "off-diagonal part −p pᵀ), and those changes carry the other entries' g_j back too: "
+        f"what does Σ_j p_i (δ_ij − p_j) g_j come to? {_FORMULA}",
+        lambda p, g: p * (1 - p) * g,
+    ),
+    Mistake(
         "You subtracted the plain sum Σ_j g_j; it has to be weighted by the probabilities, "
         f"Σ_j g_j p_j. {_FORMULA}",
         lambda p, g: p * (g - g.sum(axis=-1, keepdims=True)),

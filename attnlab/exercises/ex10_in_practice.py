@@ -264,6 +264,18 @@ LINEAR_MISTAKES = (
         lambda Q, K, V: (lambda A: A / A.sum(axis=1, keepdims=True) @ V)(elu_feature(Q @ K.T)),
     ),
     Mistake(
+        "Your denominator is a product of two totals: the sum of φ(q_i)'s own entries times "
+        "the sum of every entry of φ(K). Σ_j φ(q_i)·φ(k_j) is a sum of dot products: each "
+        "pairs feature f of the query only with feature f of a key, where your product pairs "
+        "every feature of the query with every feature of the keys. Once φ(q_i) is taken out "
+        "of that sum, what is left inside, and how does φ(q_i) combine with it?",
+        lambda Q, K, V: (
+            elu_feature(Q)
+            @ (elu_feature(K).T @ V)
+            / (elu_feature(Q).sum(axis=1, keepdims=True) * elu_feature(K).sum())
+        ),
+    ),
+    Mistake(
         "You divided every row by the same number, the sum of all the entries of φ(K). Row "
         "i must be divided by the sum of its own weights, Σ_j φ(q_i)·φ(k_j): your number "
         "has no query in it. Which part of that denominator depends on q_i?",
@@ -789,11 +801,31 @@ _STEP_SHAPES = (
 )
 
 
+def _outside_outer(line: str) -> str:
+    """``line`` with every ``outer(...)`` call taken out, brackets and all."""
+    kept, rest = [], line
+    while (start := rest.find("outer(")) >= 0:
+        kept.append(rest[:start])
+        depth, end = 0, start
+        for end in range(start + len("outer"), len(rest)):
+            depth += (rest[end] == "(") - (rest[end] == ")")
+            if depth == 0:
+                break
+        rest = rest[end + 1 :]
+    return "".join(kept) + rest
+
+
 def _shapes_in_readout(message: str, inputs: dict[str, Any]) -> bool:
     # A shape error on a line with no v in it is not in the product that builds S, so
-    # the question about φ(k) and v would point at the wrong line.
+    # the question about φ(k) and v would point at the wrong line. Nor is a matmul error
+    # on a line whose only v is inside np.outer, which gives (d_k, d_v) from any two
+    # vectors in the right order: the `@` that failed is the readout's.
     line = _failing_line(message)
-    return message.endswith(" " + _STEP_SHAPES) and bool(line) and not re.search(r"\bv\b", line)
+    if not message.endswith(" " + _STEP_SHAPES) or not line:
+        return False
+    if not re.search(r"\bv\b", line):
+        return True
+    return "matmul" in message and not re.search(r"\bv\b", _outside_outer(line))
 
 
 @dataclass(frozen=True)
@@ -1230,7 +1262,7 @@ SDPA_MISTAKES = (
     Mistake(_BOOL_ADDED, _slip(on_bool=lambda S, m: S + m)),
     Mistake(
         "Your weights ignore the values of the float mask: it seems to be read as True/False "
-        "(every nonzero bias counts as True) or left out. A float `attn_mask` is *added* to "
+        "(every nonzero bias counts as True). A float `attn_mask` is *added* to "
         "the scaled scores, as ALiBi adds −m·|i − j|. How does your function tell a float "
         "mask from a bool one, and what does it do with each?",
         _slip(on_float=lambda S, m: np.where(m != 0, S, -np.inf)),
@@ -1443,6 +1475,24 @@ def _bool_mask_ignored(got, want, inputs: dict[str, Any]) -> str | None:
     return _BOOL_IGNORED if matches(got, softmax(S)) else None
 
 
+_FLOAT_IGNORED = (
+    "Your rows ignore the float `attn_mask`: they are the softmax of the scaled scores "
+    "alone, as if no mask had been passed. A float mask is *added* to the scaled scores, "
+    "as ALiBi adds −m·|i − j|. Where does your function use the mask when it is not bool?"
+)
+
+
+def _float_mask_ignored(got, want, inputs: dict[str, Any]) -> str | None:
+    # A float attn_mask never applied (an answer with only a bool branch), whatever the
+    # causal and bool paths do.
+    mask = inputs["attn_mask"]
+    if mask is None or np.asarray(mask).dtype == np.bool_ or got.shape != want.shape:
+        return None
+    q, k, scale = inputs["q"], inputs["k"], inputs["scale"]
+    c = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    return _FLOAT_IGNORED if matches(got, softmax(q @ np.swapaxes(k, -1, -2) * c)) else None
+
+
 def _bool_mask_and_scores(got, want, inputs: dict[str, Any], mask: Any = None):
     """(the bool mask, the scaled scores) of a case with a bool mask (``mask``, by default
     the case's ``attn_mask``) and an answer of the right shape; None otherwise."""
@@ -1528,6 +1578,7 @@ register(
             _inverted_bool_mask,
             _bool_mask_added,
             _bool_mask_ignored,
+            _float_mask_ignored,
             _zeroed_after_softmax,
             _zeroed_scores,
             _default_scale_from_q,

@@ -189,6 +189,21 @@ def saturation_by_dk(d_ks=DK_GRID, n_keys: int = 16, n_rows: int = 20_000, seed:
     )
 
 
+def _query_draws(d_k: int, n_keys: int, n_rows: int, seed: int, init_std: float):
+    """The random draws of :func:`query_gradient_rows` for one d_k, in one fixed order.
+
+    Returns the raw scores ``s = |q| a`` and ``a`` (both ``(n_rows, n_keys)``), the
+    upstream gradient ∂L/∂p ``(n_rows, n_keys)`` and σ² χ²_(d_k − 1) ``(n_rows,)``.
+    """
+    rng = np.random.default_rng(seed)
+    q_length = init_std * np.sqrt(rng.chisquare(d_k, size=(n_rows, 1)))
+    along = init_std * rng.standard_normal((n_rows, n_keys))  # a_j: keys along q
+    grad_p = rng.standard_normal((n_rows, n_keys))  # ∂L/∂p
+    # the keys' parts across q: their χ² with d_k − 1 degrees of freedom
+    across = init_std**2 * rng.chisquare(max(d_k - 1, 1), size=n_rows) * (d_k > 1)
+    return q_length * along, along, grad_p, across
+
+
 def query_gradient_rows(
     d_ks=(16, 64, 256, 1024),
     alphas=(0.0, 0.5, 1.0),
@@ -220,13 +235,7 @@ def query_gradient_rows(
     """
     norms = np.empty((len(alphas), len(d_ks), n_rows))
     for i, d_k in enumerate(d_ks):
-        rng = np.random.default_rng(seed + i)
-        q_length = init_std * np.sqrt(rng.chisquare(d_k, size=(n_rows, 1)))
-        along = init_std * rng.standard_normal((n_rows, n_keys))  # a_j: keys along q
-        grad_p = rng.standard_normal((n_rows, n_keys))  # ∂L/∂p
-        # the keys' parts across q: their χ² with d_k − 1 degrees of freedom
-        across = init_std**2 * rng.chisquare(max(d_k - 1, 1), size=n_rows) * (d_k > 1)
-        s = q_length * along
+        s, along, grad_p, across = _query_draws(d_k, n_keys, n_rows, seed + i, init_std)
         for row, alpha in enumerate(alphas):
             tau = float(d_k) ** alpha
             p = softmax(s / tau)
@@ -234,6 +243,28 @@ def query_gradient_rows(
             squared = (grad_s * along).sum(axis=-1) ** 2 + across * (grad_s**2).sum(axis=-1)
             norms[row, i] = np.sqrt(squared)
     return norms
+
+
+def query_score_rows(
+    d_ks=(16, 64, 256, 1024),
+    n_keys: int = 16,
+    n_rows: int = 2000,
+    seed: int = 20,
+    init_std: float = 1.0,
+) -> np.ndarray:
+    """The raw scores ``s_j = q · k_j`` of the rows of :func:`query_gradient_rows`.
+
+    Same arguments and the same draws, so row r here is row r there: this tells you
+    which scores a row with a large or a small ‖∂L/∂q‖ had.
+
+    Shapes: ``d_ks (m,)`` → ``(m, n_rows, n_keys)``.
+
+    Lesson: ``notebooks/03_scaling.ipynb`` (Section 7): the rows that carry the raw
+    rows' gradient are those whose top two scores nearly tie.
+    """
+    return np.stack(
+        [_query_draws(d_k, n_keys, n_rows, seed + i, init_std)[0] for i, d_k in enumerate(d_ks)]
+    )
 
 
 def query_gradient_norms(
@@ -266,10 +297,26 @@ def share_carrying_half(values) -> np.ndarray:
     Lesson: ``notebooks/03_scaling.ipynb`` (Section 7): how concentrated the raw rows'
     gradient at the query is.
     """
-    x = -np.sort(-np.asarray(values, dtype=float), axis=-1)
-    cumulative = np.cumsum(x, axis=-1)
-    k = (cumulative < 0.5 * cumulative[..., -1:]).sum(axis=-1) + 1
-    return k / x.shape[-1]
+    return rows_carrying_half(values).mean(axis=-1)
+
+
+def rows_carrying_half(values) -> np.ndarray:
+    """Which rows are the fewest whose values add up to half of the total, per last axis.
+
+    Formula: as :func:`share_carrying_half`, the k largest values of each row, with k
+    the smallest number for which they reach ½ Σ x (ties broken by position).
+
+    Shapes: ``(..., n)`` → boolean ``(..., n)``.
+
+    Lesson: ``notebooks/03_scaling.ipynb`` (Section 7): which raw rows carry the gradient.
+    """
+    values = np.asarray(values, dtype=float)
+    order = np.argsort(-values, axis=-1, kind="stable")
+    cumulative = np.cumsum(np.take_along_axis(values, order, axis=-1), axis=-1)
+    k = (cumulative < 0.5 * cumulative[..., -1:]).sum(axis=-1, keepdims=True) + 1
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(values.shape[-1]), axis=-1)
+    return ranks < k
 
 
 def power_variances(d_ks=DK_GRID, powers=POWERS, n_samples: int = 4000, seed: int = 5):

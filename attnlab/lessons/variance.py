@@ -465,21 +465,6 @@ def normal_tail(t: float) -> float:
     return math.erfc(float(t) / math.sqrt(2.0))
 
 
-def uniform_divisor(d_k: int) -> float:
-    """The course's version of lesson 02's exercise ``uniform_divisor``: the number c such
-    that q·k / c has variance 1 when the d_k entries of q and k are independent and uniform
-    on [−1, 1].
-
-    Its formula is the exercise's answer, so it is not written here: work it out in Section 7
-    of the lesson, or ask ``solution("uniform_divisor")`` for a worked answer. The lesson uses
-    this version only after the exercise, to measure Var(q·k / c) at d_k = 64.
-    Shapes: a whole number d_k ≥ 1 in, a float out.
-
-    Lesson: ``notebooks/02_variance.ipynb`` (Section 7).
-    """
-    return float(np.sqrt(d_k) / 3)
-
-
 # How four common recipes initialise a projection W of shape (d_in, d_out): name → a
 # function (rng, d_in, shape) drawing it.
 INITIALISATIONS = {
