@@ -609,7 +609,8 @@ def temperature_for_entropy(scores, target: float, low: float = 1e-3, high: floa
         hi += np.log(10.0)
     while entropy_at(lo) > target and lo > -700:
         lo -= np.log(10.0)
-    for _ in range(200):
+    # Halve until the interval is far below any digit printed (about 45 halvings here).
+    while hi - lo > 1e-12:
         mid = (lo + hi) / 2
         if entropy_at(mid) < target:
             lo = mid
