@@ -334,13 +334,19 @@ def _divided_by_zero(message: str, inputs: dict[str, Any]) -> bool:
 
 # Cell 25's hint gives dH/dβ = −β·Var_p(s) to show that the entropy is monotone; a Newton
 # step divides by it, and it is exactly 0 on a row that is one-hot in floating point.
+_ZERO_SLOPE = (
+    "If you take Newton steps with the slope dH/dβ = −β·Var_p(s) from the hint (β = 1/τ), "
+    "that slope is exactly 0 on a row that is one-hot in floating point, as a row of scores "
+    "in the hundreds is at τ = 1"
+)
+_NO_SLOPE_NEEDED = (
+    "The hint gives the slope to show that the entropy moves one way only; a search that "
+    "keeps τ between two finite numbers and halves that interval needs no slope, so it "
+    "cannot divide by 0."
+)
 DIVIDED_BY_ZERO = (
-    "Where does that 0 come from? If you take Newton steps with the slope dH/dβ = −β·Var_p(s) "
-    "from the hint (β = 1/τ), that slope is exactly 0 on a row that is one-hot in floating "
-    "point, as a row of scores in the hundreds is at τ = 1. The hint gives the slope to show "
-    "that the entropy moves one way only; a search that keeps τ between two numbers and "
-    "halves that interval needs no slope, so it cannot divide by 0. (Or is τ itself 0 at "
-    "some step?)"
+    f"Where does that 0 come from? {_ZERO_SLOPE}. {_NO_SLOPE_NEEDED} "
+    "(Or is τ itself 0 at some step?)"
 )
 
 
@@ -351,13 +357,9 @@ def _infinite_input(message: str, inputs: dict[str, Any]) -> bool:
 # The same Newton step with NumPy floats: a float64 divided by a zero slope gives inf (with
 # a warning) rather than raising, and softmax then meets scores * inf.
 INFINITE_INPUT = (
-    "Where does that ∞ come from? If you take Newton steps with the slope dH/dβ = −β·Var_p(s) "
-    "from the hint (β = 1/τ), that slope is exactly 0 on a row that is one-hot in floating "
-    "point, as a row of scores in the hundreds is at τ = 1, and a NumPy number divided by 0 "
-    "gives inf instead of an error, so β becomes inf. The hint gives the slope to show that "
-    "the entropy moves one way only; a search that keeps τ between two finite numbers and "
-    "halves that interval needs no slope, so it cannot divide by 0. (Or do you divide the "
-    "scores by a τ of 0 at some step?)"
+    f"Where does that ∞ come from? {_ZERO_SLOPE}, and a NumPy number divided by 0 gives inf "
+    f"instead of an error, so β becomes inf. {_NO_SLOPE_NEEDED} (Or do you divide the scores "
+    "by a τ of 0 at some step?)"
 )
 
 
