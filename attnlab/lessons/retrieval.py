@@ -125,7 +125,10 @@ def embed(task: Task, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
 
     Shapes: X ``(..., n_pairs, d_model)``, x_q ``(..., 1, d_model)``.
     """
-    X = (task.E_key[batch.keys] + task.E_value[batch.values]) / np.sqrt(2.0)
+    # Every (key, value) pair's token, once (n_keys × n_values rows), then one lookup per
+    # position: the same numbers as adding and dividing at every position, in one pass.
+    pair_tokens = (task.E_key[:, None, :] + task.E_value[None, :, :]) / np.sqrt(2.0)
+    X = pair_tokens[batch.keys, batch.values]
     return X, task.E_key[batch.query][..., None, :]
 
 
@@ -375,9 +378,20 @@ class Adam:
         """Update every parameter in place."""
         self.t += 1
         b1, b2 = self.betas
+        # In place, step by step, in the formula's order of operations: the same numbers
+        # as writing each line out, without a fresh array for every intermediate.
         for k, g in grads.items():
-            self.m[k] = b1 * self.m[k] + (1 - b1) * g
-            self.v[k] = b2 * self.v[k] + (1 - b2) * g * g
-            m_hat = self.m[k] / (1 - b1**self.t)
-            v_hat = self.v[k] / (1 - b2**self.t)
-            params[k] -= self.lr * self.rates.get(k, 1.0) * m_hat / (np.sqrt(v_hat) + self.eps)
+            m, v = self.m[k], self.v[k]
+            m *= b1
+            m += (1 - b1) * g
+            g2 = (1 - b2) * g
+            g2 *= g
+            v *= b2
+            v += g2
+            step = m / (1 - b1**self.t)  # m̂
+            step *= self.lr * self.rates.get(k, 1.0)
+            root = np.divide(v, 1 - b2**self.t, out=g2)  # v̂
+            np.sqrt(root, out=root)
+            root += self.eps
+            step /= root
+            params[k] -= step
