@@ -6,7 +6,7 @@ import pytest
 import attnlab.widgets as widgets
 from attnlab.widgets._base import FALLBACK_NOTE
 
-PNG = b"\x89PNG\r\n\x1a\n"
+JPEG = b"\xff\xd8\xff"  # the start of every JPEG file
 
 
 @pytest.fixture(params=sorted(widgets.FACTORIES))
@@ -41,7 +41,7 @@ def test_factories_are_listed_and_documented():
 
 
 def test_builds_a_picture_with_named_controls_and_what_it_shows(widget):
-    assert bytes(widget.view.image.value).startswith(PNG)
+    assert bytes(widget.view.image.value).startswith(JPEG) and widget.view.image.format == "jpeg"
     assert widget.controls and all(isinstance(name, str) for name in widget.controls)
     assert widget.shown
     # The picture and every control are on the page.
@@ -79,3 +79,19 @@ def test_every_control_changes_the_picture_and_back_restores_it(widget):
         assert changed, f"moving {name!r} never changed the picture"
         control.value = start
         assert bytes(widget.view.image.value) == picture, f"{name!r} back: another picture"
+
+
+def test_a_pillow_without_jpeg_gets_png_frames(monkeypatch):
+    from PIL import Image
+
+    save = Image.Image.save
+
+    def no_jpeg(self, fp, format=None, **params):
+        if format == "jpeg":
+            raise OSError("encoder jpeg not available")
+        return save(self, fp, format=format, **params)
+
+    monkeypatch.setattr(Image.Image, "save", no_jpeg)
+    w = widgets.softmax_row()
+    assert w.view.image.format == "png"
+    assert bytes(w.view.image.value).startswith(b"\x89PNG\r\n\x1a\n")

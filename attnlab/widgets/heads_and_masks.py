@@ -21,6 +21,7 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.colors import ListedColormap
+from matplotlib.patches import Rectangle
 
 from .. import plots
 from ..attention import attention
@@ -262,7 +263,7 @@ class MaskBuilder(CourseWidget):
         n = self.n
         blank = np.zeros((n, n))
         ticks = range(0, n, 2 if n <= 8 else 3)
-        self.mask_maps, self.titles = [], []
+        self.mask_maps, self.frames = [], []
         for b, ax in enumerate(axes[0][:MASK_SEQUENCES]):
             heat = plots.heatmap(
                 blank, ax, cmap=MASK_COLOURS, vmin=-0.5, vmax=3.5, annotate=False, colorbar=False
@@ -272,32 +273,31 @@ class MaskBuilder(CourseWidget):
             ax.set_aspect("equal")
             if b:
                 ax.set_ylabel("")
-            ax.set_title(" ", fontsize=9)  # the changing title is drawn over it
+            # Fixed titles, drawn once; the chosen sequence gets a frame. Text is the
+            # slowest thing to draw, and the sliders already say each length.
+            ax.set_title(f"sequence {b}", fontsize=9)
             self.mask_maps.append(heat)
-            self.titles.append(
-                ax.text(0.5, 1.03, "", transform=ax.transAxes, ha="center", va="bottom",
-                        fontsize=9)
+            self.frames.append(
+                ax.add_patch(
+                    Rectangle((0, 0), 1, 1, transform=ax.transAxes, fill=False,
+                              edgecolor="black", linewidth=4, clip_on=False)
+                )
             )  # fmt: skip
         ax_w = axes[0][-1]
+        # Colour only: 64 printed weights would be redrawn on every change, several times
+        # the cost of the rest of the figure; the readout gives the numbers that matter.
         self.weights_map = plots.heatmap(
-            blank, ax_w, vmin=0.0, vmax=1.0, annotate=n <= 8, fmt="{:.1f}", colorbar=False
+            blank, ax_w, vmin=0.0, vmax=1.0, annotate=False, colorbar=False
         )
-        for text in self.weights_map.texts:
-            text.set_fontsize(6)
         ax_w.set_xticks(ticks, ticks)
         ax_w.set_yticks(ticks, ticks)
         ax_w.set_aspect("equal")
         ax_w.set_ylabel("")
-        ax_w.set_title(" ", fontsize=9)
-        self.weights_title = ax_w.text(
-            0.5, 1.03, "", transform=ax_w.transAxes, ha="center", va="bottom", fontsize=9
-        )
+        ax_w.set_title("weights, framed sequence", fontsize=9)
         return [
             *(h.image for h in self.mask_maps),
-            *self.titles,
+            *self.frames,
             self.weights_map.image,
-            *self.weights_map.texts,
-            self.weights_title,
         ]
 
     def _real(self, lengths: list[int], padding: str) -> np.ndarray:
@@ -317,16 +317,13 @@ class MaskBuilder(CourseWidget):
         padding_cells = ~real[:, :, None] | ~real[:, None, :]  # a padding query or key
         for b in range(MASK_SEQUENCES):
             self.mask_maps[b].update(mask[b] + 2.0 * padding_cells[b])
-            side = "" if L[b] == n else f", {n - L[b]} padding"
-            self.titles[b].set_text(f"sequence {b}: {L[b]} real{side}")
-            self.titles[b].set_fontweight("bold" if b == sequence else "normal")
+            self.frames[b].set_visible(b == sequence)
         # Token t of the sequence keeps its vectors wherever the padding puts it.
         X = np.broadcast_to(self.pad, (n, self.pad.size)).copy()
         X[real[sequence]] = self.tokens[sequence, : L[sequence]]
         Q, K = X @ self.W_QK[0], X @ self.W_QK[1]
         _, weights = attention(Q, K, X, mask=mask[sequence], return_weights=True)
         self.weights_map.update(weights)
-        self.weights_title.set_text(f"weights of sequence {sequence}, one head")
         changed = np.flatnonzero((mask[sequence] != allowed).any(axis=1))
         padded = ~real[sequence]
         on_padding = weights[:, padded]
@@ -384,9 +381,10 @@ def mask_builder(n: int | None = None) -> MaskBuilder:
     Move the three ``length`` sliders, pad ``at the end`` or ``at the start``, switch
     the ``mask padding`` and the ``causal`` masks on and off, and pick the
     ``sequence`` whose weights ``softmax(Q Kᵀ/√d_k)`` are shown (one head, d_k = 4,
-    fixed random projections). Each mask panel is blue where query i (row) may attend
-    to key j (column); the padding positions' rows and columns are shaded grey, pale
-    where blocked and greyish blue where allowed, whether or not the padding is masked.
+    fixed random projections; its mask panel is framed). Each mask panel is blue where
+    query i (row) may attend to key j (column); the padding positions' rows and columns
+    are shaded grey, pale where blocked and greyish blue where allowed, whether or not
+    the padding is masked.
     ``n``: optional padded length, 4 to 12 (default 8).
     ``controls``: ``"length 0"``, ``"length 1"``, ``"length 2"``, ``"padding"``,
     ``"mask padding"``, ``"causal"``, ``"sequence"``.
