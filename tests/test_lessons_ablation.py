@@ -1423,3 +1423,52 @@ def test_each_fraction_claim_can_hold_and_fail():
         True,
         False,
     ]
+
+
+# ------------------------------------------------ named slips added with the lesson's text
+
+
+@pytest.mark.parametrize(
+    ("factor", "phrase"),
+    [(0.5, "0.5 times the right one"), (3.0, "3 times the right one")],
+)
+def test_softmax_backward_names_a_constant_factor(factor, phrase):
+    result = check("softmax_backward", lambda p, grad_p: factor * correct_formula(p, grad_p))
+    assert not result.passed
+    assert phrase in result.message, result.message
+    assert "Σ_i g_i p_i (δ_ij − p_j)" in result.message  # the softmax's own formula
+
+
+def test_attention_grad_q_names_the_plain_row_sum_in_an_inline_softmax_step():
+    def answer(Q, K, V, G, scale):
+        S = scale * Q @ K.T
+        P = np.exp(S - S.max(axis=-1, keepdims=True))
+        P /= P.sum(axis=-1, keepdims=True)
+        dP = G @ V.T
+        return scale * (P * (dP - dP.sum(axis=-1, keepdims=True))) @ K
+
+    result = check("attention_grad_q", answer)
+    assert not result.passed
+    assert "plain row sum Σ_j g_j" in result.message, result.message
+
+
+def test_predicted_move_names_the_growth_factors_alone():
+    result = check("predicted_move", lambda d_k, s, u: ((d_k / 16) ** 0.5, d_k / 16))
+    assert not result.passed
+    assert "growth factors alone" in result.message, result.message
+    assert "Expected" not in result.message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda d_k: {"W_Q": d_k**0.25, "W_K": d_k**0.25, "lr": d_k**0.25},
+        lambda d_k: types.MappingProxyType({"q": 2.0, "k": 2.0, "lr": 2.0}),
+    ],
+)
+def test_unscaled_as_scaled_returning_a_dict_is_told_the_order(answer):
+    result = check("unscaled_as_scaled", answer)
+    assert not result.passed
+    assert "by their position, not by a key" in result.message, result.message
+    assert "the factor on W_Q, on W_K, then on their learning rate" in result.message
+    assert "Python objects" not in result.message and "Expected" not in result.message

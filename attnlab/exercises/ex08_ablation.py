@@ -167,6 +167,10 @@ def _rows_sum_to_zero_hint(got, want, inputs):
     )
 
 
+def _backward_multiple_hint(got, want, inputs):
+    return _one_factor_off(got, want, _FORMULA)
+
+
 register(
     "notebooks/08_does_scaling_matter.ipynb",
     solutions.softmax_backward,
@@ -176,7 +180,7 @@ register(
         reference=softmax_backward,
         shape_rule="the shape of p and grad_p, one gradient entry per score",
         mistakes=BACKWARD_MISTAKES,
-        hints=(_rows_sum_to_zero_hint,),
+        hints=(_rows_sum_to_zero_hint, _backward_multiple_hint),
         shape_hint=(
             "`(grad_p * p).sum(axis=-1)` drops the last axis; keep it with "
             "`keepdims=True` (or add `[:, None]`) so each row's sum lines up with that row."
@@ -271,6 +275,14 @@ GRAD_Q_MISTAKES = (
         "Σ_j g_j p_j, so the gradient misses how raising one score lowers the other weights. "
         f"Which function of this lesson does the whole step for you? {_CHAIN}",
         lambda Q, K, V, G, scale: scale * (_weights(Q, K, scale) * (G @ V.T)) @ K,
+    ),
+    Mistake(
+        "Your softmax step subtracts the plain row sum Σ_j g_j of ∂L/∂P; it has to be "
+        "weighted by the probabilities, Σ_j g_j p_j. Your `softmax_backward` has it right: "
+        f"why not call it? {_CHAIN}",
+        lambda Q, K, V, G, scale: (
+            scale * (_weights(Q, K, scale) * (G @ V.T - (G @ V.T).sum(axis=-1, keepdims=True))) @ K
+        ),
     ),
     Mistake(
         "You used only the diagonal of the softmax's Jacobian, p_i (1 − p_i), as if each "
@@ -453,7 +465,7 @@ def _reference_grad_q(Q, K, V, grad_O, scale):
     return attention_backward(Q, K, V, grad_O, scale=scale)[0]
 
 
-def _multiple_hint(got, want, inputs):
+def _one_factor_off(got, want, advice: str):
     """For an answer that is the right gradient times one number: a flipped sign, or a
     factor that none of the named mistakes explains."""
     g, w = got.astype(np.float64).ravel(), want.astype(np.float64).ravel()
@@ -466,13 +478,21 @@ def _multiple_hint(got, want, inputs):
         return (
             "Your gradient is exactly the right one with every sign flipped. The shapes and "
             "the products are right, so look for a minus sign: which step of yours "
-            "subtracts, and is it the right way round? If you wrote the softmax's step "
-            f"inline, compare it with your `softmax_backward`. {_CHAIN}"
+            f"subtracts, and is it the right way round? {advice}"
         )
     return (
         f"Your gradient points the right way but is {c:.3g} times the right one on this "
         "input: every entry is off by the same factor. The products are right, so look at "
-        f"the numbers you multiply by: which factor appears, and how many times? {_CHAIN}"
+        f"the numbers you multiply or divide by: which factor appears, and how many times? {advice}"
+    )
+
+
+def _multiple_hint(got, want, inputs):
+    return _one_factor_off(
+        got,
+        want,
+        "If you wrote the softmax's step inline, compare it with your `softmax_backward`. "
+        + _CHAIN,
     )
 
 
@@ -570,6 +590,13 @@ MOVE_MISTAKES = (
         lambda d_k, s, u: (s * (16 / d_k) ** 0.5, u * 16 / d_k),
     ),
     Mistake(
+        "You returned the growth factors alone, (d_k/16)^½ and d_k/16, without the numbers "
+        "measured at d_k = 16. A factor says how many times as far a step moves the scores "
+        "as at d_k = 16; the prediction is that many times the measured step. What do you "
+        "multiply each factor by?",
+        lambda d_k, s, u: ((d_k / 16) ** 0.5, d_k / 16),
+    ),
+    Mistake(
         "The right numbers in the wrong order: return the prediction for ÷√d_k first, then "
         "the one for ÷1.",
         lambda d_k, s, u: (u * d_k / 16, s * (d_k / 16) ** 0.5),
@@ -618,9 +645,11 @@ def _move_hint(got, want, inputs):
 
 
 @dataclass(frozen=True)
-class MoveCheck(ArrayCheck):
-    """The check of ``predicted_move``: a dict (or another mapping), e.g. one prediction
-    per divisor by name, is told that the answer is read by position, not by key."""
+class ByPositionCheck(ArrayCheck):
+    """A check whose answer is a few numbers read by position: a dict (or another
+    mapping), e.g. one number per name, is told so, with the order the numbers go in."""
+
+    order: str = ""
 
     def _refuse_returned(self, value, name: str) -> None:
         if isinstance(value, Mapping):
@@ -629,10 +658,9 @@ class MoveCheck(ArrayCheck):
             shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
             raise Fail(
                 f"Your `{name}` returned {what} ({shown}). The checker reads your "
-                "predictions by their position, not by a key: it expects two numbers in "
-                "order, the prediction for ÷√d_k, then the one for ÷1, as a tuple, a list "
-                "or a NumPy array. Which of your values belongs first, and how do you "
-                "return the two without their keys?"
+                f"numbers by their position, not by a key: it expects {self.order}, as a "
+                "tuple, a list or a NumPy array. Which of your values belongs first, and "
+                "how do you return them without their keys?"
             )
 
 
@@ -646,7 +674,7 @@ register(
     "notebooks/08_does_scaling_matter.ipynb",
     solutions.predicted_move,
     "predicted_move(d_k, scaled_16, unscaled_16) -> (prediction for ÷√d_k, prediction for ÷1)",
-    MoveCheck(
+    ByPositionCheck(
         move_cases,
         reference=_reference_move,
         shape_rule="two numbers: the prediction for ÷√d_k, then the one for ÷1",
@@ -654,6 +682,7 @@ register(
         hints=(_move_hint,),
         # The expected numbers would give the growth laws away.
         show_expected=False,
+        order="two numbers in order, the prediction for ÷√d_k, then the one for ÷1",
     ),
 )
 
@@ -774,7 +803,7 @@ register(
     "notebooks/08_does_scaling_matter.ipynb",
     solutions.unscaled_as_scaled,
     "unscaled_as_scaled(d_k) -> (factor on W_Q, factor on W_K, factor on their learning rate)",
-    ArrayCheck(
+    ByPositionCheck(
         twin_cases,
         reference=_reference_twin,
         shape_rule="three numbers: the factor on W_Q, the factor on W_K, and the factor on "
@@ -783,5 +812,6 @@ register(
         hints=(_twin_hint,),
         # The expected numbers are the answer itself.
         show_expected=False,
+        order="three numbers in order, the factor on W_Q, on W_K, then on their learning rate",
     ),
 )
