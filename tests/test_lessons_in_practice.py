@@ -840,6 +840,46 @@ def test_a_denominator_of_the_query_features_alone_is_named():
     assert "the sum of φ(q_i)'s own entries" in result.message
 
 
+def test_a_denominator_per_feature_is_named():
+    def per_feature(Q, K, V):
+        fq, fk = ex.elu_feature(Q), ex.elu_feature(K)
+        return fq @ ((fk.T @ V) / fk.sum(axis=0)[:, None])
+
+    result = check("linear_attention", per_feature)
+    assert not result.passed
+    assert "belongs to each *query*, not to each feature" in result.message
+
+
+def test_a_z_that_counts_the_tokens_is_named():
+    def counting(S, z, q, k, v):
+        fq, fk = ex.elu_feature(q), ex.elu_feature(k)
+        S = S + np.outer(fk, v)
+        z = z + 1
+        return S, z, fq @ S / (fq @ z)
+
+    result = check("linear_attention_step", counting)
+    assert not result.passed
+    assert result.message.startswith("Your z counts the tokens"), result.message
+
+
+def test_a_default_scale_of_one_over_d_k_is_named():
+    def over_d_k(q, k, attn_mask=None, is_causal=False, scale=None):
+        scale = 1 / q.shape[-1] if scale is None else scale
+        return in_practice.sdpa_weights(q, k, attn_mask, is_causal, scale)
+
+    result = check("sdpa_weights", over_d_k)
+    assert not result.passed
+    assert result.message.startswith("Your default factor is 1/d_k"), result.message
+
+
+def test_sdpa_cases_include_a_float_mask_with_minus_infinity():
+    masks = [case.inputs["attn_mask"] for case in ex.sdpa_cases()]
+    floats = [m for m in masks if m is not None and m.dtype != bool]
+    assert any(np.isneginf(m).any() for m in floats)
+    for m in floats:  # no query is left without a key
+        assert np.isfinite(m).any(axis=-1).all()
+
+
 def test_sdpa_allocations_see_the_math_backends_two_matrices():
     torch = pytest.importorskip("torch")
     threads = torch.get_num_threads()

@@ -496,6 +496,15 @@ def test_temperature_feedback_spots_the_target_returned():
         assert not check("temperature_for_entropy", mistake.compute).passed
 
 
+def test_a_search_in_beta_that_returns_beta_is_asked_about_it():
+    # The hint works with β = 1/τ; a learner who searches in β may return β itself.
+    def returns_beta(scores, target):
+        return 1 / _bisection(scores, target)
+
+    message = check("temperature_for_entropy", returns_beta).message
+    assert "reciprocal" in message and "β = 1/τ" in message and "multiply" in message
+
+
 def _bisection(scores, target, steps=100, low=1e-3, high=1e3, log=np.log):
     """A learner's search on a linear scale; ``log`` is the logarithm of their entropy."""
     for _ in range(steps):

@@ -372,6 +372,8 @@ def _unit(A, axis=-1):
         (lambda Q, K, g: attnlab.softmax(g * _unit(Q) @ _unit(K).T), "those are attention weights"),
         (lambda Q, K, g: g * np.cos(Q @ K.T), "no np.cos is needed"),
         (lambda Q, K, g: g * np.cos(_unit(Q) @ _unit(K).T), "gives cos(cos θ_ij)"),
+        (lambda Q, K, g: g * np.arccos(_unit(Q) @ _unit(K).T), "the angle θ_ij itself"),
+        (lambda Q, K, g: _unit(g * Q) @ _unit(K).T, "which divides g out again"),
         (
             lambda Q, K, g: attnlab.softmax(g * _unit(Q) @ _unit(K).T / np.sqrt(Q.shape[1])),
             "those are attention weights",
@@ -560,3 +562,58 @@ def test_qk_norm_scores_with_a_small_guard_against_zero_lengths_pass():
 
     result = attnlab.check("qk_norm_scores", guarded)
     assert result.passed, result.message
+
+
+def _masked_whole_sum(x, mask):
+    kept = np.where(mask, x, -np.inf)
+    m = kept.max(axis=-1, keepdims=True)
+    e = np.exp(kept - np.where(m > -np.inf, m, 0.0))
+    return e / e.sum()
+
+
+def _masked_softmax_of_the_whole_array(x, mask):
+    kept = np.where(mask, x, -np.inf)
+    e = np.exp(kept - kept.max())
+    return e / e.sum()
+
+
+@pytest.mark.parametrize("answer", [_masked_whole_sum, _masked_softmax_of_the_whole_array])
+def test_a_masked_softmax_divided_by_the_sum_of_the_whole_array_is_named(answer):
+    with np.errstate(all="ignore"):
+        result = attnlab.check("masked_softmax", answer)
+    assert not result.passed
+    assert "You divided by the sum of the whole array" in result.message
+
+
+def _softmax_with_builtin_max(x):
+    e = np.exp(x - max(x))
+    return e / sum(e)
+
+
+def _masked_softmax_with_builtin_max(x, mask):
+    kept = np.where(mask, x, -np.inf)
+    e = np.exp(kept - max(kept))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize(
+    ("name", "answer"),
+    [("softmax", _softmax_with_builtin_max), ("masked_softmax", _masked_softmax_with_builtin_max)],
+)
+def test_python_s_built_in_max_on_rows_is_named(name, answer):
+    result = attnlab.check(name, answer)
+    assert not result.passed
+    assert "built-in `max` (or `min`) goes through a 2-D array row by row" in result.message
+
+
+def _softmax_with_an_if_on_the_array(x):
+    if x > 0:  # the same NumPy error, but no built-in max
+        return x
+    return x
+
+
+def test_the_built_in_max_hint_is_only_for_a_line_that_calls_max():
+    result = attnlab.check("softmax", _softmax_with_an_if_on_the_array)
+    assert not result.passed
+    assert "truth value of an array" in result.message
+    assert "built-in `max`" not in result.message

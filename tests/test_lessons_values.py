@@ -216,6 +216,22 @@ def test_an_output_outside_the_range_of_its_value_column_is_told_so(name, answer
     assert "weights that are ≥ 0 and sum to 1 can never" in result.message
 
 
+@pytest.mark.parametrize("name", ["attention", "masked_attention"])
+def test_a_softmax_on_v_is_pointed_at_what_the_weights_multiply(name):
+    # The weights are right here, so the hint must not stop at "check your weights".
+    from attnlab import check
+
+    def softmax_on_v(Q, K, V, mask=None):
+        S = _scaled_scores(Q, K)
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        return attnlab.softmax(S) @ attnlab.softmax(V)
+
+    result = check(name, softmax_on_v)
+    assert not result.passed and "the range of column" in result.message
+    assert "is it V itself, unchanged?" in result.message
+
+
 def _flat_weights(Q, K, V, mask=None):
     S = np.zeros_like(_scaled_scores(Q, K))  # every score the same
     if mask is not None:

@@ -114,6 +114,17 @@ MISTAKES = (
         lambda Q, K: Q @ K.T / np.round(np.sqrt(Q.shape[-1])),
     ),
     Mistake(
+        "You divided by the measured spread of these scores, `.std()`. The divisor is √d_k, "
+        "the standard deviation that the variances give for any input; a spread measured on "
+        "a handful of scores changes from input to input.",
+        lambda Q, K: Q @ K.T / (Q @ K.T).std(),
+    ),
+    Mistake(
+        "You divided by √(`Q.size`): `Q.size` counts every entry of Q, n_q·d_k. d_k is the "
+        "number of entries in one query, `Q.shape[-1]`.",
+        lambda Q, K: Q @ K.T / np.sqrt(Q.size),
+    ),
+    Mistake(
         "Your rows sum to 1: you applied a softmax. This exercise asks for the scaled scores "
         "themselves, the numbers that go *into* the softmax.",
         lambda Q, K: softmax_rows(Q @ K.T / np.sqrt(Q.shape[-1])),
@@ -151,8 +162,10 @@ register(
 # ------------------------------------------------------------------ std_512
 
 D_K = 512
-# The answer, √(2 d_k) = 32, is a whole number: a value off by more than this is a slip.
-TOLERANCE = 0.05
+# The answer, √(2 d_k) = 32, is a whole number that `np.sqrt(1024)` gives exactly (and
+# `np.sqrt(2) * np.sqrt(512)` to the last bits): the window is that narrow so that a measured
+# std, off by about 0.2 with 20,000 samples, does not pass by luck.
+TOLERANCE = 1e-6
 # A named slip matches within 1 % of its value, so a rounded one (45 for 2·√512 = 45.25,
 # 22.6 for √512) still gets its own message.
 RELATIVE = 0.01
@@ -694,6 +707,13 @@ def pytorch_slips() -> list[Slip]:
             "That is what weights of variance a² give: a is the bound of the uniform "
             "distribution, not its standard deviation. On [−a, a] (width 2a) the variance "
             "is (2a)²/12 = a²/3.",
+        ),
+        # A number with at most two decimals within 5 % of the answer (0.24, 0.26) is more
+        # likely a guess than a measurement: the generic hint, not told that it is close.
+        *(
+            Slip(c / 100, f"Not quite: {c / 100:g} is not it. {_PT_RULE}", 1e-9)
+            for c in range(math.ceil(95 * _PT_VAR), math.floor(105 * _PT_VAR) + 1)
+            if abs(c / 100 - _PT_VAR) > PT_TOLERANCE
         ),
         # Last: a value within 5 % of the answer looks measured or worked out from rounded
         # steps (the named slips above are all further off).

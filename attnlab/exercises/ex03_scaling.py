@@ -73,8 +73,9 @@ def _in_bits(scores, target):
 
 TEMPERATURE_MISTAKES = (
     Mistake(
-        "Your τ is the reciprocal of the right one: did you multiply the scores by τ? A "
-        "temperature divides them, softmax(scores / τ): a larger τ gives a flatter row.",
+        "Your τ is the reciprocal of the right one: did you multiply the scores by τ, or "
+        "return β = 1/τ (the hint's variable) instead of τ? A temperature divides the "
+        "scores, softmax(scores / τ): a larger τ gives a flatter row.",
         _multiplier,
     ),
     Mistake(

@@ -67,6 +67,20 @@ _WHOLE_SUM = (
     "total?"
 )
 
+# Python's built-in max compares whole rows of a 2-D array (the built-in sum adds them up).
+# The error quotes the learner's line: the hint is given only when that line calls it.
+_BUILTIN_MAX = (
+    lambda error, inputs: (
+        "truth value of an array with more than one element is ambiguous" in error
+        and re.search(r"(?<![.\w])(max|min)\(", error) is not None
+    ),
+    "Python's built-in `max` (or `min`) goes through a 2-D array row by row and compares "
+    "whole rows, and `row_a > row_b` is a row of True/False, not one answer: that is the "
+    "error. (The built-in `sum` runs, but it adds up the rows, giving one total per column.) "
+    "NumPy's `x.max` and `x.sum` take an `axis`: along which axis do the entries of one "
+    "row lie?",
+)
+
 _NO_KEEPDIMS = (
     "Each row should be shifted by its own maximum and divided by its own sum, but "
     "`.max(axis=-1)` and `.sum(axis=-1)` give a 1-D array of shape (n,), and NumPy lines a "
@@ -678,6 +692,22 @@ def _finite_fill_empty_rows_zeroed(x: np.ndarray, mask: np.ndarray) -> np.ndarra
     return np.where(keep.any(axis=-1, keepdims=True), softmax_rows(np.where(keep, x, -1e9)), 0.0)
 
 
+def _masked_whole_sum(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Each row shifted by its kept maximum, then divided by the sum of the whole array."""
+    kept = np.where(mask, x, -np.inf)
+    m = kept.max(axis=-1, keepdims=True)
+    e = np.exp(kept - np.where(m > -np.inf, m, 0.0))
+    return e / e.sum()
+
+
+def _masked_whole_sum_one_shift(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """One shift for the whole array, its largest kept score, and one sum: a softmax of all
+    the kept scores of the array together."""
+    kept = np.where(mask, x, -np.inf)
+    e = np.exp(kept - kept.max())
+    return e / e.sum()
+
+
 _ONE_FLAG_PER_KEY = "Here the mask is 1-D, shape (m,): one flag per key, shared by every row."
 
 MASKED_MISTAKES = (
@@ -766,6 +796,8 @@ MASKED_MISTAKES = (
     ),
     Mistake(_FINITE_FILL, lambda x, mask: softmax_rows(np.where(mask, x, -1e9)) * mask),
     Mistake(_FINITE_FILL, _finite_fill_empty_rows_zeroed),
+    Mistake(_WHOLE_SUM, _masked_whole_sum),
+    Mistake(_WHOLE_SUM, _masked_whole_sum_one_shift),
 )
 
 
@@ -1048,7 +1080,9 @@ _QK_NO_KEEPDIMS = (
 QK_NORM_MISTAKES = (
     Mistake(
         "Your scores are cos θ_ij, in [-1, 1]: the angles are right, but the learned scale g "
-        "is missing. What multiplies cos θ_ij in the formula?",
+        "is missing. Either nothing multiplies cos θ_ij by g, or g multiplied a query or a "
+        "key before its division by its length, which divides g out again. At which step does "
+        "g belong?",
         lambda Q, K, g: _unit_rows(Q) @ _unit_rows(K).T,
     ),
     Mistake(
@@ -1169,6 +1203,12 @@ QK_NORM_MISTAKES = (
         "Your queries and keys have length 1, so their dot product already is cos θ_ij: "
         "taking np.cos of it gives cos(cos θ_ij). Which step can you leave out?",
         lambda Q, K, g: g * np.cos(_unit_rows(Q) @ _unit_rows(K).T),
+    ),
+    Mistake(
+        "You took the angle θ_ij itself with `np.arccos`, but the score is g cos θ_ij, not "
+        "g θ_ij: the dot product of two vectors of length 1 already is cos θ_ij (lesson 01). "
+        "Which step can you leave out?",
+        lambda Q, K, g: g * np.arccos(np.clip(_unit_rows(Q) @ _unit_rows(K).T, -1.0, 1.0)),
     ),
     Mistake(
         "Your scores are transposed: row i should hold query i's scores, one column per key. "
@@ -1310,6 +1350,7 @@ register(
         shape_rule="the same shape as x, one probability per entry",
         mistakes=SOFTMAX_MISTAKES,
         hints=(_softmax_overflow_hint, _softmax_sum_hint, _softmax_flat_row_hint),
+        error_hints=(_BUILTIN_MAX,),
         shape_hint=(
             "`.max(axis=-1)` and `.sum(axis=-1)` drop the last axis: for x of shape (n, m) "
             "they have shape (n,), which NumPy lines up with the last axis, of length m. How "
@@ -1351,6 +1392,7 @@ register(
             _masked_multiply_hint,
         ),
         error_hints=(
+            _BUILTIN_MAX,
             (
                 lambda error, inputs: "changed its input x in place" in error,
                 "An indexed assignment such as `x[~mask] = -np.inf` writes into x as well; "

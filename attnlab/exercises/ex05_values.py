@@ -594,8 +594,9 @@ def _clip_hint(got, want, inputs):
 
 def _outside_values_hint(got, want, inputs):
     """An output entry outside the range of its column of V. Weights that are ≥ 0 and sum
-    to 1 can never put it there (Section 1's bound), so the weights themselves are wrong:
-    log-softmax or tanh weights, say, which no mistake above names."""
+    to 1 can never put it there (Section 1's bound), so the weights are wrong (log-softmax
+    or tanh weights, say, which no mistake above names) or what they multiply is not V
+    (a softmax applied to V as well)."""
     got = np.asarray(got, dtype=float)
     if got.shape != want.shape or not np.isfinite(got).all():
         return None
@@ -613,7 +614,8 @@ def _outside_values_hint(got, want, inputs):
         f"Entry [{', '.join(map(str, index))}] of your output is {got[index]:.3g}, outside "
         f"[{low[bounds]:.3g}, {high[bounds]:.3g}], the range of column {c} of {where}. By "
         "Section 1, weights that are ≥ 0 and sum to 1 can never take an output there. Print "
-        "your weights for one query: are they all ≥ 0, and does each row sum to 1?"
+        "your weights for one query: are they all ≥ 0, and does each row sum to 1? If "
+        "they are, look at what they multiply: is it V itself, unchanged?"
     )
 
 

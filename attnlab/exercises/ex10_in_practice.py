@@ -276,6 +276,17 @@ LINEAR_MISTAKES = (
         ),
     ),
     Mistake(
+        "You divided each feature's row of the summary φ(K)ᵀV by that feature's total over "
+        "the keys, so each row is an average of the values, and then φ(q_i) mixed those "
+        "averages with weights that don't add up to 1. The denominator belongs to each "
+        "*query*, not to each feature: row i is divided by one number, the sum of its "
+        "weights, Σ_j φ(q_i)·φ(k_j). Once φ(q_i) is taken out of that sum, what is left "
+        "inside, and where does it divide?",
+        lambda Q, K, V: (
+            elu_feature(Q) @ ((elu_feature(K).T @ V) / elu_feature(K).sum(axis=0)[:, None])
+        ),
+    ),
+    Mistake(
         "You divided every row by the same number, the sum of all the entries of φ(K). Row "
         "i must be divided by the sum of its own weights, Σ_j φ(q_i)·φ(k_j): your number "
         "has no query in it. Which part of that denominator depends on q_i?",
@@ -592,20 +603,22 @@ def _step(
     from_query=(),
     raw_k_in_S=False,
     z_kept="",
+    z_counts=False,
 ):
     """One token's step with one slip: the row read from the state before token i is
     added, no normaliser, the given state ignored (``keep=False``), another feature map
     ``phi``, a denominator ``read_z(φ(q_i), z)`` other than φ(q_i)·z, sums built from
     φ(q_i) instead of φ(k_i) (``from_query`` names them: "S", "z" or both), the raw k_i
-    in S (``raw_k_in_S``), or z returned as it came in (``z_kept``: "new" if the row is
-    read from z + φ(k_i) all the same, "old" if from the z that came in)."""
+    in S (``raw_k_in_S``), z returned as it came in (``z_kept``: "new" if the row is
+    read from z + φ(k_i) all the same, "old" if from the z that came in), or z counting
+    the tokens, 1 added to each entry in place of φ(k_i) (``z_counts``)."""
 
     def step(S, z, q, k, v):
         fq, fk = phi(q), phi(k)
         if read_first:
             o = fq @ S / (fq @ z)
         into_S = fq if "S" in from_query else k if raw_k_in_S else fk
-        into_z = fq if "z" in from_query else fk
+        into_z = fq if "z" in from_query else np.ones_like(fk) if z_counts else fk
         S_new = np.outer(into_S, v) + (S if keep else 0.0)
         z_new = into_z + (z if keep else 0.0)
         if not read_first:
@@ -701,6 +714,14 @@ CAUSAL_SLIPS: tuple[tuple[str, Callable[..., Any]], ...] = (
         "no longer add up to 1 (and can be negative). The lesson's S_i adds φ(k_i) v_iᵀ: "
         "where does k go through φ on its way into your S?",
         _step(raw_k_in_S=True),
+    ),
+    (
+        "Your z counts the tokens: each step adds 1 to every entry, so your denominator "
+        "φ(q_i)ᵀ z_i is i + 1 times the sum of φ(q_i)'s own entries, a number with no key "
+        "in it. The weights φ(q_i)·φ(k_j) are not 1 each, so their sum is not a count: "
+        "z_i = z_{i−1} + φ(k_i) keeps one running sum per feature, so that φ(q_i)ᵀ z_i adds "
+        "up query i's weights. What does your step add to z for token i?",
+        _step(z_counts=True),
     ),
     (_query_in("sum z is built"), _step(from_query=("z",))),
     (_query_in("sum S is built"), _step(from_query=("S",))),
@@ -1183,9 +1204,10 @@ def _slip(*, on_bool=None, on_float=None, causal=causal_mask, factor=None, axis=
 def sdpa_cases() -> list[Case]:
     # Two heads, 3 queries and 5 keys: each option on its own, then a scale other than
     # 1/√d_k, then a batch axis in front of the heads' (the docstring promises any leading
-    # axes, and lesson 10 calls the answer on 4-D arrays). d_k is 9 (√d_k = 3) in the first
-    # two cases and 4 (√d_k = 2) in the others, so that a default factor written as a
-    # number cannot fit them all. Every row of the bool mask keeps some keys and hides
+    # axes, and lesson 10 calls the answer on 4-D arrays), and last a float mask with −∞ in
+    # it, as lesson 10 builds for ALiBi heads under the causal rule. d_k is 9 (√d_k = 3) in
+    # the first two cases and 4 (√d_k = 2) in the others, so that a default factor written
+    # as a number cannot fit them all. Every row of the bool mask keeps some keys and hides
     # others, so an inverted mask still leaves each query a key and gives other numbers.
     rng = np.random.default_rng(1111)
 
@@ -1194,6 +1216,11 @@ def sdpa_cases() -> list[Case]:
         return {"q": q, "k": k, "attn_mask": None, "is_causal": False, "scale": None, **options}
 
     keep = np.array([[1, 0, 1, 1, 0], [0, 1, 1, 0, 1], [1, 1, 0, 1, 0]], dtype=bool)
+    # As lesson 10 logs ALiBi heads: −m·|i − j| per head, −∞ on the future keys (top left).
+    distance = np.abs(np.arange(3)[:, None] - np.arange(5)[None, :])
+    alibi_causal = np.where(
+        causal_mask(3, 5), -np.array([0.5, 0.25])[:, None, None] * distance, -np.inf
+    )
     return [
         Case("2 heads, 3 queries, 5 keys, d_k = 9, no options", inputs(d_k=9)),
         Case("a bool attn_mask (3, 5), shared by both heads, d_k = 9", inputs(9, attn_mask=keep)),
@@ -1206,6 +1233,10 @@ def sdpa_cases() -> list[Case]:
         Case(
             "a batch of 2, 2 heads each (4-D q and k), a bool attn_mask (3, 5)",
             inputs(lead=(2, 2), attn_mask=keep),
+        ),
+        Case(
+            "a float attn_mask (2, 3, 5) holding −inf: ALiBi's biases with the causal rule",
+            inputs(attn_mask=alibi_causal),
         ),
     ]
 
@@ -1323,6 +1354,13 @@ SDPA_MISTAKES = (
         lambda q, k, attn_mask, is_causal, scale: _slip()(
             q, k, attn_mask, is_causal, 1 / np.sqrt(k.shape[-2]) if scale is None else scale
         ),
+    ),
+    Mistake(
+        "Your default factor is 1/d_k, so your scores are √d_k times too small. The spread "
+        "of the dot product of two random vectors of d_k entries grows like √d_k, not d_k "
+        "(lesson 02), and the default undoes exactly that spread. What power of d_k does "
+        "PyTorch divide by when `scale` is None?",
+        _slip(factor=lambda d_k, scale: 1 / d_k if scale is None else scale),
     ),
     Mistake(
         "Your scores are not scaled when `scale` is None. " + _DEFAULT_SCALE,

@@ -158,8 +158,8 @@ def linear_limit(q, K) -> np.ndarray:
 
     ``φ(c q)`` is ``c q_f + 1`` on the features where ``q_f > 0`` and ``e^{c q_f} → 0``
     elsewhere, so ``φ(c q)/c → q⁺`` (the positive part of q) and the weights tend to
-    ``q⁺·φ(k_j) / Σ_l q⁺·φ(k_l)``: a fixed row, never one-hot unless only one key has
-    a positive feature where q has one. Shapes: ``q (d,)``, ``K (n, d)`` → ``(n,)``.
+    ``q⁺·φ(k_j) / Σ_l q⁺·φ(k_l)``: a fixed row, never one-hot, since φ(k_j) > 0 gives
+    every key a share (for q with a positive entry). Shapes: ``q (d,)``, ``K (n, d)`` → ``(n,)``.
 
     Lesson: ``notebooks/10_in_practice.ipynb``.
     """
