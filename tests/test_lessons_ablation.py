@@ -1472,3 +1472,22 @@ def test_unscaled_as_scaled_returning_a_dict_is_told_the_order(answer):
     assert "by their position, not by a key" in result.message, result.message
     assert "the factor on W_Q, on W_K, then on their learning rate" in result.message
     assert "Python objects" not in result.message and "Expected" not in result.message
+
+
+@pytest.mark.parametrize(
+    ("whole", "phrase"),
+    [(False, "plain mean of ∂L/∂P"), (True, "one softmax over the whole matrix")],
+)
+def test_attention_grad_q_names_a_plain_mean_and_a_whole_matrix_softmax(whole, phrase):
+    def answer(Q, K, V, G, scale):
+        S = scale * Q @ K.T
+        E = np.exp(S - S.max())
+        P = E / (E.sum() if whole else E.sum(axis=-1, keepdims=True))
+        dP = G @ V.T
+        if whole:
+            return scale * (P * (dP - (dP * P).sum(axis=-1, keepdims=True))) @ K
+        return scale * (P * (dP - dP.mean(axis=-1, keepdims=True))) @ K
+
+    result = check("attention_grad_q", answer)
+    assert not result.passed
+    assert phrase in result.message, result.message

@@ -889,6 +889,7 @@ JACOBIAN_MISTAKES = [
     (lambda p: p.max(-1) * (1 - p.min(-1)), "p_max (1 − p_min)"),
     (lambda p: (p * (1 - p)).min(axis=-1), "smallest weight"),
     (lambda p: p.max(axis=0) * (1 - p.max(axis=0)), "axis 0"),
+    (lambda p: (p * (1 - p)).max(axis=0), "axis 0"),
     (lambda p: p.argmax(-1) * (1 - p.argmax(-1)), "index of the largest weight"),
     (lambda p: (p * (1 - p)).max(axis=-1, keepdims=True), "keepdims"),
     (lambda p: p.max() * (1 - p.max()), "one number for the whole array"),

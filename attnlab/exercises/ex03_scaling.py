@@ -584,6 +584,11 @@ JACOBIAN_MISTAKES = (
         lambda p: p.max(axis=0) * (1 - p.max(axis=0)),
     ),
     Mistake(
+        "You took the maximum down the columns (axis 0). Each row of p is one softmax "
+        "row with its own Jacobian: work along the last axis, `axis=-1`.",
+        lambda p: (p * (1 - p)).max(axis=0),
+    ),
+    Mistake(
         "You kept the reduced axis (`keepdims=True`), so you return one more axis than "
         "needed: one number per row, shape p.shape[:-1].",
         lambda p: p.max(axis=-1, keepdims=True) * (1 - p.max(axis=-1, keepdims=True)),

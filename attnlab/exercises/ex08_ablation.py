@@ -198,6 +198,12 @@ _CHAIN = (
 )
 
 
+def _whole_softmax(S):
+    """One softmax over every entry of S at once (a slip: attention normalises each row)."""
+    e = np.exp(S - S.max())
+    return e / e.sum()
+
+
 def _weights(Q, K, scale):
     return softmax_rows(scale * (Q @ K.T))
 
@@ -282,6 +288,22 @@ GRAD_Q_MISTAKES = (
         f"why not call it? {_CHAIN}",
         lambda Q, K, V, G, scale: (
             scale * (_weights(Q, K, scale) * (G @ V.T - (G @ V.T).sum(axis=-1, keepdims=True))) @ K
+        ),
+    ),
+    Mistake(
+        "Your softmax step subtracts the plain mean of ∂L/∂P over each row; it has to be "
+        "the mean weighted by the probabilities, Σ_j g_j p_j. Your `softmax_backward` has "
+        f"it right: why not call it? {_CHAIN}",
+        lambda Q, K, V, G, scale: (
+            scale * (_weights(Q, K, scale) * (G @ V.T - (G @ V.T).mean(axis=-1, keepdims=True))) @ K
+        ),
+    ),
+    Mistake(
+        "Your weights come from one softmax over the whole matrix: they sum to 1 over all "
+        "the (query, key) pairs together, not over each query's row. Attention normalises "
+        f"each row on its own: along which axis should the sum run? {_CHAIN}",
+        lambda Q, K, V, G, scale: (
+            scale * softmax_backward(_whole_softmax(scale * Q @ K.T), G @ V.T) @ K
         ),
     ),
     Mistake(

@@ -1346,7 +1346,7 @@ def twin_claims(twins: Mapping[tuple[int, str], Run]) -> list[Claim]:
         ),
         Claim(
             f"d_k = {large}: in final accuracy, ÷1, lr fixed ends at least 0.03 above both "
-            "corners with the larger steps, ÷1, init fixed and ÷1",
+            "runs with ÷1's learning rate on W_Q and W_K, ÷1, init fixed and ÷1",
             max(final(large, lr_only), final(large, "1")) <= final(large, init_only) - 0.03,
         ),
     ]
