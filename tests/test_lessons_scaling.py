@@ -956,3 +956,36 @@ def test_the_constant_c_moves_the_crossing_up_or_down_but_keeps_it_near_one_half
         lesson.mean_entropy_by_exponent(64, 10, [0.5], c=2.0),
         lesson.mean_entropy_by_exponent(64, 10, [0.5 + np.log(2.0) / np.log(64)]),
     )
+
+
+def test_an_entropy_of_the_scores_themselves_is_asked_about_the_softmax():
+    def answer(scores, target):
+        lo, hi = 1e-3, 1e3
+        for _ in range(60):
+            tau = (lo * hi) ** 0.5
+            if lesson.entropy(scores / tau) < target:  # the softmax is missing
+                lo = tau
+            else:
+                hi = tau
+        return tau
+
+    result = check("temperature_for_entropy", answer)
+    assert not result.passed
+    assert "did you forget the softmax?" in result.message, result.message
+    assert "Traceback" not in result.message
+
+
+def test_dividing_the_weights_by_tau_is_named_among_the_wrong_directions():
+    def answer(scores, target):
+        lo, hi = 0.01, 10.0
+        for _ in range(60):
+            tau = (lo + hi) / 2
+            if lesson.entropy(np.clip(attnlab.softmax(scores) / tau, 0, None)) < target:
+                lo = tau
+            else:
+                hi = tau
+        return tau
+
+    result = check("temperature_for_entropy", answer)
+    assert not result.passed
+    assert "not the weights after it (`softmax(scores) / tau`)" in result.message, result.message

@@ -233,8 +233,10 @@ def _stuck_hint(got: float, want: float, inputs: dict[str, Any], reached: float)
             f"of your search interval; with it {row}. Your search seems to walk away from "
             "the right τ: check what it compares with the target, and which way each step "
             "moves. Do you multiply the scores by τ, `scores * tau`? A temperature divides "
-            "them, so a larger τ gives a flatter row. Or is the number you compare the "
-            "largest weight, which falls as τ rises, rather than the entropy?"
+            "them, inside the softmax, so a larger τ gives a flatter row: not the weights "
+            "after it (`softmax(scores) / tau`), and not by subtraction (`scores - tau`). Or "
+            "is the number you compare the largest weight, which falls as τ rises, rather "
+            "than the entropy?"
         )
     if _same(sharpest, got) and _same(flattest, got):
         if not _round_end(got, spread):
@@ -243,7 +245,8 @@ def _stuck_hint(got: float, want: float, inputs: dict[str, Any], reached: float)
             f"Your function returns τ = {got:g} whatever the target, even one near 0 or near "
             f"log {scores.size}; with it {row}. That looks like one end of your search "
             "interval, and it never moves. Does your loop run, and does each step move one "
-            "end of the interval?"
+            "end of the interval? Or does the number you compare never cross the target, for "
+            "example an entropy with its minus sign dropped?"
         )
     moved = f"rises, even to near log {scores.size}" if want > got else "falls, even to near 0"
     state = (
@@ -353,6 +356,17 @@ DIVIDED_BY_ZERO = (
 
 def _infinite_input(message: str, inputs: dict[str, Any]) -> bool:
     return "x contains +inf" in message
+
+
+def _entropy_of_scores(message: str, inputs: dict[str, Any]) -> bool:
+    return "p has negative entries" in message
+
+
+# `entropy(scores / tau)`: the course's entropy refuses a row with negative entries.
+ENTROPY_OF_SCORES = (
+    "`entropy` takes a row of weights, and yours had negative entries: did you forget the "
+    "softmax? The row whose entropy you compare with the target is softmax(scores / τ)."
+)
 
 
 # The same Newton step with NumPy floats: a float64 divided by a zero slope gives inf (with
@@ -482,7 +496,11 @@ register(
         # example's 3 decimals would show a close answer and the right one alike.
         show_expected=False,
         show_returned=False,
-        error_hints=((_divided_by_zero, DIVIDED_BY_ZERO), (_infinite_input, INFINITE_INPUT)),
+        error_hints=(
+            (_divided_by_zero, DIVIDED_BY_ZERO),
+            (_infinite_input, INFINITE_INPUT),
+            (_entropy_of_scores, ENTROPY_OF_SCORES),
+        ),
     ),
 )
 
@@ -558,8 +576,9 @@ JACOBIAN_MISTAKES = (
         lambda p: (p * (1 - p)).sum(axis=-1),
     ),
     Mistake(
-        "You returned 1 − p_max, the weight left for the other keys. The diagonal entry "
-        "J_ii = p_i (1 − p_i) has both factors.",
+        "You returned 1 − p_max, the weight left for the other keys: one factor of the "
+        "diagonal entry J_ii = p_i (1 − p_i). Which i gives the largest entry, and why can "
+        "no entry off the diagonal beat it?",
         lambda p: 1 - p.max(axis=-1),
     ),
     Mistake(
