@@ -127,17 +127,19 @@ def check_flag(flag: object, name: str) -> bool:
 
 @overload
 def check_qkv(
-    Q: ArrayLike, K: ArrayLike, V: None = None
+    Q: ArrayLike, K: ArrayLike, V: None = None, *, check_finite: bool = True
 ) -> tuple[np.ndarray, np.ndarray, None, tuple[int, ...]]: ...
 @overload
 def check_qkv(
-    Q: ArrayLike, K: ArrayLike, V: ArrayLike
+    Q: ArrayLike, K: ArrayLike, V: ArrayLike, *, check_finite: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]: ...
-def check_qkv(Q, K, V=None):
+def check_qkv(Q, K, V=None, *, check_finite=True):
     """Validate queries, keys and (optionally) values; return them and their batch shape.
 
     Shapes: Q (..., n_q, d_k), K (..., n_k, d_k), V (..., n_k, d_v), the leading
-    dimensions broadcasting against each other.
+    dimensions broadcasting against each other. ``check_finite=False`` skips the scan for
+    NaN and inf (as in SciPy's linear algebra), for callers whose inputs are finite by
+    construction.
     """
     Q = as_real_array(Q, "Q")
     K = as_real_array(K, "K")
@@ -166,8 +168,9 @@ def check_qkv(Q, K, V=None):
         raise ValueError(
             f"the leading (batch and head) dimensions do not broadcast: {shapes}."
         ) from None
-    for name, arr in arrays.items():
-        require_finite(arr, name)
+    if check_finite:
+        for name, arr in arrays.items():
+            require_finite(arr, name)
     return Q, K, V, batch
 
 

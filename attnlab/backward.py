@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._inputs import as_real_array, check_qkv, check_scale, compute_dtype
+from ._inputs import as_real_array, check_flag, check_qkv, check_scale, compute_dtype
 from .fast import attention
 
 
@@ -49,6 +49,7 @@ def attention_backward(
     causal: bool = False,
     scale: float | None = None,
     weights: ArrayLike | None = None,
+    check_finite: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gradients of scaled dot-product attention with respect to Q, K and V.
 
@@ -66,15 +67,20 @@ def attention_backward(
     (gradients of broadcast inputs are summed over the broadcast dimensions).
     ``weights``: the P that a forward pass on the same inputs returned
     (``attention(..., return_weights=True)``), to save computing it again; the mask, if
-    any, is already in it.
+    any, is already in it. ``check_finite=False`` skips the scan of Q, K and V for NaN
+    and inf, as in :func:`attnlab.fast.attention`.
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
+    check_finite = check_flag(check_finite, "check_finite")
     if weights is None:
-        out, P = attention(Q, K, V, mask, causal=causal, scale=scale, return_weights=True)
+        out, P = attention(
+            Q, K, V, mask, causal=causal, scale=scale, return_weights=True,
+            check_finite=check_finite,
+        )  # fmt: skip
         out_shape, out_dtype = out.shape, out.dtype
     else:
-        Q, K, V, batch = check_qkv(Q, K, V)
+        Q, K, V, batch = check_qkv(Q, K, V, check_finite=check_finite)
         P = as_real_array(weights, "weights")
         out_shape = (*batch, Q.shape[-2], V.shape[-1])
         if P.shape != (*batch, Q.shape[-2], K.shape[-2]):

@@ -161,3 +161,35 @@ def test_multi_head_weight_shape_is_named(rng):
     W_Q, W_K, W_V, W_O = weights(rng, 8, 4, 4, 2)
     with pytest.raises(ValueError, match="W_K must have shape"):
         multi_head_attention(X, W_Q, W_K[:, :4], W_V, W_O, 4)
+
+
+# ------------------------------------------------ check_finite: skipping the NaN scan
+
+
+def test_check_finite_false_gives_the_same_numbers_and_the_default_still_refuses_nan():
+    rng = np.random.default_rng(5)
+    Q, K, V = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 3))
+    G = rng.normal(size=(2, 3, 3))
+    out, P = fast.attention(Q, K, V, return_weights=True)
+    out2, P2 = fast.attention(Q, K, V, return_weights=True, check_finite=False)
+    np.testing.assert_array_equal(out, out2)
+    np.testing.assert_array_equal(P, P2)
+    for kw in ({}, {"weights": P}):
+        grads = attention_backward(Q, K, V, G, **kw)
+        unchecked = attention_backward(Q, K, V, G, check_finite=False, **kw)
+        for a, b in zip(grads, unchecked, strict=True):
+            np.testing.assert_array_equal(a, b)
+    Q[0, 1, 2] = np.nan
+    with pytest.raises(ValueError, match="Q contains NaN"):
+        fast.attention(Q, K, V)
+    with pytest.raises(ValueError, match="Q contains NaN"):
+        attention_backward(Q, K, V, G, weights=P)
+
+
+@pytest.mark.parametrize("flag", [0, 1, "no", None])
+def test_check_finite_must_be_true_or_false(flag):
+    Q = np.ones((2, 3))
+    with pytest.raises(TypeError, match="check_finite must be True or False"):
+        fast.attention(Q, Q, Q, check_finite=flag)
+    with pytest.raises(TypeError, match="check_finite must be True or False"):
+        attention_backward(Q, Q, Q, Q, check_finite=flag)

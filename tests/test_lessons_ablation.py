@@ -75,7 +75,7 @@ def test_gradient_check_reports_small_errors_and_catches_a_wrong_gradient(tiny, 
     # A backward pass that forgets the scale on ∂L/∂Q must be caught.
     real = retrieval.attention_backward
 
-    def wrong(Q, K, V, grad_out, scale=None, weights=None):
+    def wrong(Q, K, V, grad_out, scale=None, weights=None, check_finite=True):
         dQ, dK, dV = real(Q, K, V, grad_out, scale=scale, weights=weights)
         return dQ / scale, dK, dV
 
