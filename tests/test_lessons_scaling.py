@@ -958,34 +958,33 @@ def test_the_constant_c_moves_the_crossing_up_or_down_but_keeps_it_near_one_half
     )
 
 
-def test_an_entropy_of_the_scores_themselves_is_asked_about_the_softmax():
+def _search(row_entropy):
+    """A learner's bisection on log τ that compares ``row_entropy(scores, τ)`` with the target."""
+
     def answer(scores, target):
         lo, hi = 1e-3, 1e3
         for _ in range(60):
             tau = (lo * hi) ** 0.5
-            if lesson.entropy(scores / tau) < target:  # the softmax is missing
+            if row_entropy(scores, tau) < target:
                 lo = tau
             else:
                 hi = tau
         return tau
 
-    result = check("temperature_for_entropy", answer)
+    return answer
+
+
+def test_an_entropy_of_the_scores_themselves_is_asked_about_the_softmax():
+    result = check("temperature_for_entropy", _search(lambda s, tau: lesson.entropy(s / tau)))
     assert not result.passed
     assert "did you forget the softmax?" in result.message, result.message
     assert "Traceback" not in result.message
 
 
 def test_dividing_the_weights_by_tau_is_named_among_the_wrong_directions():
-    def answer(scores, target):
-        lo, hi = 0.01, 10.0
-        for _ in range(60):
-            tau = (lo + hi) / 2
-            if lesson.entropy(np.clip(attnlab.softmax(scores) / tau, 0, None)) < target:
-                lo = tau
-            else:
-                hi = tau
-        return tau
+    def weights_divided(scores, tau):
+        return lesson.entropy(np.clip(attnlab.softmax(scores) / tau, 0, None))
 
-    result = check("temperature_for_entropy", answer)
+    result = check("temperature_for_entropy", _search(weights_divided))
     assert not result.passed
     assert "not the weights after it (`softmax(scores) / tau`)" in result.message, result.message

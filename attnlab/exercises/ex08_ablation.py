@@ -198,6 +198,17 @@ _CHAIN = (
 )
 
 
+def _inline_softmax_step(centre):
+    """∂L/∂Q with the softmax step written out as P ⊙ (∂L/∂P − centre(∂L/∂P)): the slips
+    that subtract an unweighted sum or mean of each row where Σ_j g_j p_j belongs."""
+
+    def grad_q(Q, K, V, G, scale):
+        dP = G @ V.T
+        return scale * (_weights(Q, K, scale) * (dP - centre(dP))) @ K
+
+    return grad_q
+
+
 def _whole_softmax(S):
     """One softmax over every entry of S at once (a slip: attention normalises each row)."""
     e = np.exp(S - S.max())
@@ -286,17 +297,13 @@ GRAD_Q_MISTAKES = (
         "Your softmax step subtracts the plain row sum Σ_j g_j of ∂L/∂P; it has to be "
         "weighted by the probabilities, Σ_j g_j p_j. Your `softmax_backward` has it right: "
         f"why not call it? {_CHAIN}",
-        lambda Q, K, V, G, scale: (
-            scale * (_weights(Q, K, scale) * (G @ V.T - (G @ V.T).sum(axis=-1, keepdims=True))) @ K
-        ),
+        _inline_softmax_step(lambda dP: dP.sum(axis=-1, keepdims=True)),
     ),
     Mistake(
         "Your softmax step subtracts the plain mean of ∂L/∂P over each row; it has to be "
         "the mean weighted by the probabilities, Σ_j g_j p_j. Your `softmax_backward` has "
         f"it right: why not call it? {_CHAIN}",
-        lambda Q, K, V, G, scale: (
-            scale * (_weights(Q, K, scale) * (G @ V.T - (G @ V.T).mean(axis=-1, keepdims=True))) @ K
-        ),
+        _inline_softmax_step(lambda dP: dP.mean(axis=-1, keepdims=True)),
     ),
     Mistake(
         "Your weights come from one softmax over the whole matrix: they sum to 1 over all "
