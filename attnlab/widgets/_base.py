@@ -100,8 +100,8 @@ class FigureView:
         for artist in self._animated:
             if artist.get_visible():
                 artist.draw(renderer)
-        image_format, self.image.value = self.frame()
-        self.image.format = image_format
+        # The format first, so that the page never reads these bytes as the old format.
+        self.image.format, self.image.value = self.frame()
 
     def frame(self) -> tuple[str, bytes]:
         """The canvas as an image file: ``("jpeg", bytes)``, or PNG where Pillow has no JPEG.
