@@ -67,6 +67,46 @@ def test_every_parameter_gradient_matches_central_differences(tiny, scale):
         np.testing.assert_allclose(grads[name], numeric[name], rtol=1e-5, atol=1e-9, err_msg=name)
 
 
+@pytest.mark.parametrize(
+    "scale",
+    [1 / np.sqrt(3), 1.0, 3.0, np.array([1.0, 0.25])],
+    ids=["scaled", "unscaled", "sharp", "one scale per model"],
+)
+def test_the_factored_gradients_match_central_differences(tiny, scale):
+    task, params, batch = tiny
+    _, grads, _ = lesson.loss_and_grads_factored(params, task, batch, scale)
+    numeric = central_differences(params, task, batch, scale)
+    for name in lesson.PARAMETERS:
+        assert grads[name].dtype == np.float64 and grads[name].shape == params[name].shape
+        np.testing.assert_allclose(grads[name], numeric[name], rtol=1e-5, atol=1e-9, err_msg=name)
+
+
+@pytest.mark.parametrize(("d_model", "d_k"), [(32, 256), (32, 16), (8, 8), (64, 4)])
+def test_the_factored_model_is_the_model(d_model, d_k):
+    """Same logits, weights, loss, gradients and stats as the plain forward and backward
+    passes, whether d_k is larger or smaller than d_model, with one scale per model."""
+    task = lesson.make_task(d_model=d_model, seed=5)
+    params = lesson.init_params(task, d_k, seeds=(0, 1, 2))
+    rng = np.random.default_rng(12)
+    batch = lesson.stack([lesson.sample_batch(task, rng, 16) for _ in range(3)])
+    scales = np.array([1 / np.sqrt(d_k), 1.0, 0.5])
+    plain, factored = (
+        lesson.forward(params, task, batch, scales),
+        lesson.forward_factored(params, task, batch, scales),
+    )
+    np.testing.assert_allclose(factored.logits, plain.logits, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(factored.weights, plain.weights, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(factored.o, plain.o, rtol=1e-10, atol=1e-12)
+    loss, grads, stats = lesson.loss_and_grads(params, task, batch, scales)
+    loss_f, grads_f, stats_f = lesson.loss_and_grads_factored(params, task, batch, scales)
+    np.testing.assert_allclose(loss_f, loss, rtol=1e-12)
+    for name in lesson.PARAMETERS:
+        scale = np.abs(grads[name]).max()
+        np.testing.assert_allclose(grads_f[name], grads[name], rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(stats_f["entropy"], stats["entropy"], rtol=1e-10)
+    np.testing.assert_array_equal(stats_f["accuracy"], stats["accuracy"])
+
+
 def test_gradient_check_reports_small_errors_and_catches_a_wrong_gradient(tiny, monkeypatch):
     task, params, batch = tiny
     errors = lesson.gradient_check(params, task, batch, 1.0)
@@ -336,7 +376,7 @@ def test_the_models_split_into_two_groups_as_evenly_as_a_cut_allows():
 
 def test_two_threads_give_the_numbers_of_one_thread(monkeypatch):
     # Small enough to run in a moment, big enough to be split into two groups.
-    monkeypatch.setattr(lesson, "_GROUP_NUMBERS", 1)
+    monkeypatch.setattr(lesson, "_GROUP_WORK", 1)
     task = lesson.make_task()
     divisors, seeds = ("1", "√d_k", "2√d_k"), (0, 1)
     runs = {}
@@ -354,15 +394,17 @@ def test_two_threads_give_the_numbers_of_one_thread(monkeypatch):
 
 
 def test_a_model_trained_in_a_group_is_the_model_trained_alone(monkeypatch):
-    monkeypatch.setattr(lesson, "_GROUP_NUMBERS", 1)
+    monkeypatch.setattr(lesson, "_GROUP_WORK", 1)
     task = lesson.make_task()
     grouped = lesson.train_divisors(task, 16, ("√d_k", "2√d_k"), (0, 1), steps=6)
     for d in ("√d_k", "2√d_k"):
         for seed in (0, 1):
             alone = lesson.train_divisors(task, 16, (d,), (seed,), steps=6)[d]
-            # The same seed's weights and batches; only the overflow guard of
-            # fast.attention is shared within a group, so allow the last bits.
-            np.testing.assert_allclose(alone.loss[0], grouped[d].loss[seed], rtol=1e-9)
+            # The same seed's weights and batches, and nothing shared between models:
+            # the same numbers to the last bit.
+            np.testing.assert_array_equal(alone.loss[0], grouped[d].loss[seed])
+            np.testing.assert_array_equal(alone.final_accuracy[0], grouped[d].final_accuracy[seed])
+            np.testing.assert_array_equal(alone.final_entropy[0], grouped[d].final_entropy[seed])
 
 
 def test_evaluation_does_not_depend_on_how_many_models_there_are():

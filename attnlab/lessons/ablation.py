@@ -31,11 +31,13 @@ from .retrieval import (  # noqa: F401 - the notebook reads the model through th
     describe,
     embed,
     forward,
+    forward_factored,
     gradient_check,
     init_params,
     linear,
     linear_backward,
     loss_and_grads,
+    loss_and_grads_factored,
     loss_only,
     make_task,
     sample_batch,
@@ -215,12 +217,12 @@ _MODELS_AT_ONCE = 8
 def evaluate(
     params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale, chunk: int = 128
 ) -> dict[str, np.ndarray]:
-    """Accuracy and mean attention entropy of each model on a batch, forward passes only.
+    """Accuracy and mean attention entropy of each model on a batch, forward passes only
+    (:func:`forward_factored`, as in training).
 
     The models go through at most 8 at a time, and the sequences ``chunk`` at a time
-    (fewer for wide models), so that K (8 × chunk × n_pairs × d_k numbers) stays small
-    and each model's numbers do not depend on how many models there are. Returns
-    ``{"accuracy": (M,), "entropy": (M,)}``.
+    (fewer for large d_k), so that memory stays small and each model's numbers do not
+    depend on how many models there are. Returns ``{"accuracy": (M,), "entropy": (M,)}``.
     """
     M, _, d_k = params["W_K"].shape
     scale = np.asarray(scale, dtype=float)
@@ -238,7 +240,7 @@ def evaluate(
                     for name in ("keys", "values", "query", "target")
                 )
             )
-            f = forward(some, task, part, scales)
+            f = forward_factored(some, task, part, scales)
             correct.append(f.logits.argmax(axis=-1) == part.target)
             entropies.append(entropy(f.weights[..., 0, :]))
         accuracy[models] = np.concatenate(correct, axis=1).mean(axis=1)
@@ -311,7 +313,7 @@ def _fit(
                 break
             batches = [sample_batch(task, rng, batch_size) for rng in streams]
             batch = stack(batches * len(divisors))
-            loss, grads, stats = loss_and_grads(params, task, batch, scales)
+            loss, grads, stats = loss_and_grads_factored(params, task, batch, scales)
             optimiser.step(params, grads)
             curves["loss"][:, t] = loss
             curves["accuracy"][:, t] = stats["accuracy"]
@@ -321,10 +323,10 @@ def _fit(
 
 # Training splits the models into two groups when each group's step is big enough for
 # NumPy to spend most of its time in compiled loops, which release the GIL: two threads
-# then train the groups side by side. The size is the numbers a group's projections
-# write per step, models × sequences × pairs × (d_k + d_model); at about 2^17 two
-# threads start to beat one on 2 cores. Smaller groups would only wait for each other.
-_GROUP_NUMBERS = 1 << 17
+# then train the groups side by side. The size is about the multiply-adds of a group's
+# step, models × sequences × d_model × (d_k + n_pairs); at about 2^20 two threads start
+# to beat one on 2 cores. Smaller groups would only wait for each other.
+_GROUP_WORK = 1 << 20
 
 
 def _groups(divisors: tuple, seeds: tuple) -> list[tuple[tuple, tuple]]:
@@ -340,15 +342,13 @@ def _groups(divisors: tuple, seeds: tuple) -> list[tuple[tuple, tuple]]:
 def _fit_on_cores(task: Task, d_k: int, divisors: tuple, seeds: tuple, *settings):
     """:func:`_fit`, on two threads where the models are many and large enough.
 
-    Whether the models are split into two groups depends on their sizes only, never on
-    the machine, so every machine computes the same numbers: a group's models share the
-    choice of :func:`attnlab.fast.attention`'s overflow guard (from the largest score in
-    the group), so the split can move a model's last bits. The groups run on two threads
-    where there are two cores, else one after the other, with the same result.
+    Each model's numbers are the same whether it trains alone, in a group or with all
+    the others (the tests check it), so the split changes only the time. The groups run
+    on two threads where there are two cores, else one after the other.
     """
     batch_size = settings[1]
-    per_group = len(divisors) * len(seeds) // 2 * batch_size * task.n_pairs * (d_k + task.d_model)
-    if len(divisors) * len(seeds) < 2 or per_group < _GROUP_NUMBERS:
+    per_group = len(divisors) * len(seeds) // 2 * batch_size * task.d_model * (d_k + task.n_pairs)
+    if len(divisors) * len(seeds) < 2 or per_group < _GROUP_WORK:
         return _fit(task, d_k, divisors, seeds, *settings)
     groups = _groups(divisors, seeds)
 
@@ -614,7 +614,7 @@ def nudge_growth(
     with one_blas_thread():
         for t in range(steps):
             batch = stack([sample_batch(task, stream, BATCH)] * len(scales))
-            losses[:, t], grads, _ = loss_and_grads(params, task, batch, scales)
+            losses[:, t], grads, _ = loss_and_grads_factored(params, task, batch, scales)
             optimiser.step(params, grads)
     return {d: np.abs(losses[2 * i + 1] - losses[2 * i]) for i, d in enumerate(divisors)}
 
