@@ -120,8 +120,12 @@ test-hub: env
 notebooks: env
 	$(BIN)/python tools/run_notebooks.py
 
+# Python caches the bytecode of attnlab's modules after their first import, unless
+# PYTHONDONTWRITEBYTECODE is set, as on some CI machines; compile them first (as pip
+# does for the packages it installs), so that every lesson starts as a learner's does.
 ## speed and memory benchmarks, each figure with its CPU (results in bench/results/)
 bench: env
+	$(BIN)/python -m compileall -q attnlab
 	$(BIN)/python -m bench
 
 ## regenerate constraints.txt, the pinned course environment (needs PyPI)

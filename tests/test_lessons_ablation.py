@@ -81,6 +81,22 @@ def test_the_factored_gradients_match_central_differences(tiny, scale):
         np.testing.assert_allclose(grads[name], numeric[name], rtol=1e-5, atol=1e-9, err_msg=name)
 
 
+def test_one_query_attention_is_attnlabs_attention():
+    rng = np.random.default_rng(13)
+    u, X = 4 * rng.normal(size=(3, 5, 1, 8)), rng.normal(size=(3, 5, 6, 8))
+    grad = rng.normal(size=(3, 5, 1, 8))
+    xbar, p = retrieval.one_query_attention(u, X)
+    out, weights = attnlab.attention(u, X, X, scale=1.0, return_weights=True)
+    np.testing.assert_allclose(xbar, out, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(p, weights, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        retrieval.one_query_attention_backward(X, p, grad),
+        attnlab.attention_backward(u, X, X, grad, scale=1.0)[0],
+        rtol=1e-10,
+        atol=1e-14,
+    )
+
+
 @pytest.mark.parametrize(("d_model", "d_k"), [(32, 256), (32, 16), (8, 8), (64, 4)])
 def test_the_factored_model_is_the_model(d_model, d_k):
     """Same logits, weights, loss, gradients and stats as the plain forward and backward

@@ -57,6 +57,25 @@ def test_causal_non_square(batch_heads, fn):
     )
 
 
+def test_pytorchs_named_causal_masks_are_attnlabs(batch_heads):
+    """Lesson 10: torch.nn.attention.bias.causal_upper_left is is_causal's top-left rule,
+    attnlab's causal_mask; causal_lower_right is the bottom-right one of the lesson."""
+    bias = pytest.importorskip("torch.nn.attention.bias")
+    from attnlab.lessons.in_practice import causal_lower_right
+
+    t = [torch.from_numpy(a) for a in batch_heads]
+    for theirs, ours in (
+        (bias.causal_upper_left(5, 7), causal_mask(5, 7)),
+        (bias.causal_lower_right(5, 7), causal_lower_right(5, 7)),
+    ):
+        np.testing.assert_allclose(
+            F.scaled_dot_product_attention(*t, attn_mask=theirs).numpy(),
+            attention(*batch_heads, ours),
+            atol=1e-9,
+            rtol=0,
+        )
+
+
 @pytest.mark.parametrize("fn", [attention, tiled_attention])
 def test_custom_scale_and_causal_with_mask(batch_heads, rng, fn):
     keep = rng.random((5, 7)) < 0.8

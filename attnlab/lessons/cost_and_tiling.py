@@ -459,7 +459,7 @@ def plot_tiles(n_query_blocks: int = 4, n_key_blocks: int = 6, current: tuple[in
     from matplotlib.patches import Rectangle
 
     qi, kj = current
-    fig, ax = plt.subplots(figsize=(8.2, 3.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.6, 3.6), layout="constrained")
     for i in range(n_query_blocks):
         for j in range(n_key_blocks):
             if (i, j) == current:

@@ -283,7 +283,10 @@ def plot_entropy_curves(runs: dict, n_pairs: int, n_values: int):
     )
     for ax, level, text in levels:
         ax.axhline(level, color="grey", ls=":", lw=1)
-        ax.text(run.steps, level, text + " ", color="grey", fontsize=8, va="bottom", ha="right")
+        # On a white ground above the curves, so that a run's band never hides it.
+        ground = {"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1}
+        ax.text(run.steps, level, text + " ", color="grey", fontsize=8, va="bottom", ha="right",
+                zorder=5, bbox=ground)  # fmt: skip
     axs[0].set_ylim(0, np.log(n_pairs) * 1.15)
     axs[1].set_ylim(bottom=0)  # a saturated start can begin above the uniform guess
     titles = ("attention entropy", "loss", "accuracy")

@@ -320,12 +320,13 @@ def loss_only(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale:
 def one_query_attention(u: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Attention for one query per sequence, with the pair tokens as keys and values.
 
-    Formula: ``p = softmax(u Xᵀ)``, ``z = p X``, as ``attnlab.attention(u, X, X,
-    scale=1)`` (the tests compare them). Written out because training calls it at
-    every step on small arrays, where the checks of attention's inputs cost more
-    than the arithmetic; its inputs are finite by construction.
+    Formula: ``p = softmax(u Xᵀ)``, ``x̄ = p X`` (the weighted mean of the pair tokens),
+    as ``attnlab.attention(u, X, X, scale=1)`` (the tests compare them). Written out
+    because training calls it at every step on small arrays, where the checks of
+    attention's inputs cost more than the arithmetic; its inputs are finite by
+    construction.
 
-    Shapes: u ``(..., 1, d)``, X ``(..., n_pairs, d)`` → (z ``(..., 1, d)``,
+    Shapes: u ``(..., 1, d)``, X ``(..., n_pairs, d)`` → (x̄ ``(..., 1, d)``,
     p ``(..., 1, n_pairs)``).
     """
     scores = u @ np.swapaxes(X, -1, -2)
@@ -335,17 +336,17 @@ def one_query_attention(u: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.nd
     return p @ X, p
 
 
-def one_query_attention_backward(X: np.ndarray, p: np.ndarray, grad_z: np.ndarray):
-    """``∂L/∂u`` of :func:`one_query_attention`, given its weights p and ``∂L/∂z``.
+def one_query_attention_backward(X: np.ndarray, p: np.ndarray, grad_xbar: np.ndarray):
+    """``∂L/∂u`` of :func:`one_query_attention`, given its weights p and ``∂L/∂x̄``.
 
     Formula: as ``attnlab.attention_backward``'s ∂L/∂Q with K = V = X and scale 1:
-    ``∂L/∂p = ∂L/∂z Xᵀ``, ``∂L/∂s = softmax_backward(p, ∂L/∂p)``, ``∂L/∂u = ∂L/∂s X``.
+    ``∂L/∂p = ∂L/∂x̄ Xᵀ``, ``∂L/∂s = softmax_backward(p, ∂L/∂p)``, ``∂L/∂u = ∂L/∂s X``.
     (X does not learn, so its gradient is not needed.)
 
-    Shapes: X ``(..., n_pairs, d)``, p ``(..., 1, n_pairs)``, grad_z ``(..., 1, d)`` →
+    Shapes: X ``(..., n_pairs, d)``, p ``(..., 1, n_pairs)``, grad_xbar ``(..., 1, d)`` →
     ``(..., 1, d)``.
     """
-    grad_p = grad_z @ np.swapaxes(X, -1, -2)
+    grad_p = grad_xbar @ np.swapaxes(X, -1, -2)
     grad_s = p * (grad_p - (grad_p * p).sum(axis=-1, keepdims=True))  # softmax_backward
     return grad_s @ X
 
@@ -355,7 +356,7 @@ class Factored:
     """What :func:`forward_factored` keeps for :func:`loss_and_grads_factored`.
 
     Shapes: X ``(M, B, n_pairs, d_model)``, x_q and u ``(M, B, 1, d_model)``, q_in
-    ``(M, B, 1, d_k)``, z ``(M, B, 1, d_model)``, o ``(M, B, 1, d_v)``, weights
+    ``(M, B, 1, d_k)``, xbar ``(M, B, 1, d_model)``, o ``(M, B, 1, d_v)``, weights
     ``(M, B, 1, n_pairs)``, logits ``(M, B, n_values)``.
     """
 
@@ -363,7 +364,7 @@ class Factored:
     x_q: np.ndarray
     q_in: np.ndarray  # the scaled query, scale·x_q W_Q
     u: np.ndarray  # the query carried back to the embeddings, q_in W_Kᵀ
-    z: np.ndarray  # the weighted sum of the pair tokens
+    xbar: np.ndarray  # x̄ = Σ_j p_j x_j, the weighted mean of the pair tokens
     o: np.ndarray
     weights: np.ndarray
     logits: np.ndarray
@@ -375,8 +376,8 @@ def forward_factored(params: Mapping[str, np.ndarray], task: Task, batch: Batch,
 
     Formula: by associativity a score is ``q · k_j = (q W_Kᵀ) · x_j`` and the output is
     ``o = Σ_j p_j (x_j W_V) = (Σ_j p_j x_j) W_V``. So attention can run on the query
-    ``u = scale · q W_Kᵀ`` against the pair tokens themselves, ``z = softmax(u Xᵀ) X``,
-    and ``o = z W_V``: the same model and the same weights, up to rounding (the tests
+    ``u = scale · q W_Kᵀ`` against the pair tokens themselves, ``x̄ = softmax(u Xᵀ) X``,
+    and ``o = x̄ W_V``: the same model and the same weights, up to rounding (the tests
     compare the two), without projecting the ``n_pairs`` keys and values of every
     sequence: the keys and values are never formed. The lesson's training runs use it,
     with :func:`one_query_attention`, which skips the checks of attention's inputs.
@@ -389,18 +390,18 @@ def forward_factored(params: Mapping[str, np.ndarray], task: Task, batch: Batch,
     scale = np.asarray(scale, dtype=float)
     q_in = linear(x_q, params["W_Q"]) * (scale.reshape(-1, 1, 1, 1) if scale.ndim else scale)
     u = linear(q_in, np.swapaxes(params["W_K"], -1, -2))
-    z, weights = one_query_attention(u, X)
-    o = linear(z, params["W_V"])
+    xbar, weights = one_query_attention(u, X)
+    o = linear(xbar, params["W_V"])
     logits = linear(o, params["W_O"])[..., 0, :] + params["b"][:, None, :]
-    return Factored(X, x_q, q_in, u, z, o, weights, logits, scale)
+    return Factored(X, x_q, q_in, u, xbar, o, weights, logits, scale)
 
 
 def loss_and_grads_factored(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale):
     """:func:`loss_and_grads` through :func:`forward_factored`: the same loss, gradients
     and stats, up to rounding.
 
-    Backward pass: ``∂L/∂z`` of the loss → W_O, b and ``∂L/∂o`` → W_V and ``∂L/∂z`` (a
-    linear layer) → ``∂L/∂u`` (:func:`one_query_attention_backward`) →
+    Backward pass: ``∂L/∂logits`` of the loss → W_O, b and ``∂L/∂o`` → W_V and ``∂L/∂x̄``
+    (``o = x̄ W_V`` is a linear layer) → ``∂L/∂u`` (:func:`one_query_attention_backward`) →
     ``u = q_in W_Kᵀ`` is a linear layer: ``∂L/∂W_K = (∂L/∂u)ᵀ q_in`` summed over the
     batch, and ``∂L/∂q_in = ∂L/∂u W_K`` → ``∂L/∂W_Q = x_qᵀ (scale · ∂L/∂q_in)``.
 
@@ -409,8 +410,8 @@ def loss_and_grads_factored(params: Mapping[str, np.ndarray], task: Task, batch:
     f = forward_factored(params, task, batch, scale)
     loss, grad_logits = softmax_cross_entropy(f.logits, batch.target)
     grad_o, grad_W_O = linear_backward(f.o, params["W_O"], grad_logits[..., None, :])
-    grad_z, grad_W_V = linear_backward(f.z, params["W_V"], grad_o)
-    grad_u = one_query_attention_backward(f.X, f.weights, grad_z)
+    grad_xbar, grad_W_V = linear_backward(f.xbar, params["W_V"], grad_o)
+    grad_u = one_query_attention_backward(f.X, f.weights, grad_xbar)
     grad_q_in, grad_W_K_T = linear_backward(f.q_in, np.swapaxes(params["W_K"], -1, -2), grad_u)
     grad_q = grad_q_in * (f.scale.reshape(-1, 1, 1, 1) if f.scale.ndim else f.scale)
     grads = {

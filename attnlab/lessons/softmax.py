@@ -122,7 +122,7 @@ def query_scaling_plot(cs, plain_max, qk_max_by_g):
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("c, the factor on the query (log scale)")
     ax.set_ylabel("largest weight of the row")
-    ax.set_title("Plain: q's length is a temperature τ/c. QK-norm: the query's length drops out")
+    ax.set_title("Plain: q's length is a temperature τ/c.\nQK-norm: the query's length drops out")
     ax.legend(fontsize=8, loc="upper left")
     return fig
 

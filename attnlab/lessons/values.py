@@ -152,7 +152,7 @@ def hull_picture(V, outputs: dict, labels=None, ax=None, title=""):
 
     from .. import plots
 
-    ax = plots.axes(ax, figsize=(5.6, 4.4))
+    ax = plots.axes(ax, figsize=(4.8, 4.4))
     hull = convex_hull(V)
     ax.add_patch(
         Polygon(

@@ -412,7 +412,7 @@ def plot_histograms(
     if limit is None:
         limit = 5.0 if scaled else float(np.ceil(3.5 * np.sqrt(max(d_ks)) / 10) * 10)
     fig, axs = plt.subplots(
-        1, len(d_ks), figsize=(3.0 * len(d_ks), 2.9), sharex=True, layout="constrained"
+        1, len(d_ks), figsize=(3.3 * len(d_ks), 2.9), sharex=True, layout="constrained"
     )
     axs = np.atleast_1d(axs)
     x = np.linspace(-limit, limit, 400)
