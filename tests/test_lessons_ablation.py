@@ -139,6 +139,17 @@ def test_gradient_check_reports_small_errors_and_catches_a_wrong_gradient(tiny, 
     assert lesson.gradient_check(params, task, batch, 0.5)["W_Q"] > 0.1
 
 
+def test_gradient_check_of_the_factored_backward_pass(tiny, monkeypatch):
+    task, params, batch = tiny
+    factored = lesson.loss_and_grads_factored
+    errors = lesson.gradient_check(params, task, batch, 0.5, backward=factored)
+    assert set(errors) == set(lesson.PARAMETERS) and max(errors.values()) < 1e-5
+    # A slip in the one-query attention's backward pass must be caught.
+    real = retrieval.one_query_attention_backward
+    monkeypatch.setattr(retrieval, "one_query_attention_backward", lambda *a: 2 * real(*a))
+    assert lesson.gradient_check(params, task, batch, 0.5, backward=factored)["W_K"] > 0.1
+
+
 def test_models_with_different_scales_are_independent(tiny):
     task, params, batch = tiny
     scales = np.array([0.5, 2.0])

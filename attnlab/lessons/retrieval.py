@@ -432,18 +432,24 @@ def loss_and_grads_factored(params: Mapping[str, np.ndarray], task: Task, batch:
 
 
 def gradient_check(
-    params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale: float, h: float = 1e-6
+    params: Mapping[str, np.ndarray],
+    task: Task,
+    batch: Batch,
+    scale: float,
+    h: float = 1e-6,
+    backward=None,
 ) -> dict[str, float]:
     """Largest relative error between the backward pass and central differences, per parameter.
 
     Formula: ``∂L/∂θ ≈ (L(θ + h) − L(θ − h)) / 2h`` for every single entry θ (error
     O(h²)), and relative error ``|a − n| / max(|a| + |n|, 1e-12)`` between the
     analytic gradient a and the numeric n. Use float64 and a tiny model: it costs two
-    forward passes per parameter entry.
+    forward passes per parameter entry. ``backward``: the function whose gradients are
+    checked, :func:`loss_and_grads` by default (or :func:`loss_and_grads_factored`).
 
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
-    _, grads, _ = loss_and_grads(params, task, batch, scale)
+    _, grads, _ = (backward or loss_and_grads)(params, task, batch, scale)
     errors = {}
     for name in PARAMETERS:
         numeric = np.zeros_like(params[name])
