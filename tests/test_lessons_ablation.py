@@ -52,30 +52,18 @@ def central_differences(params, task, batch, scale, h=1e-6):
 # ---------------------------------------------------------- gradient check
 
 
+@pytest.mark.parametrize("backward", ["loss_and_grads", "loss_and_grads_factored"])
 @pytest.mark.parametrize(
     "scale",
     [1 / np.sqrt(3), 1.0, 3.0, np.array([1.0, 0.25])],
     ids=["scaled", "unscaled", "sharp", "one scale per model"],
 )
-def test_every_parameter_gradient_matches_central_differences(tiny, scale):
+def test_every_parameter_gradient_matches_central_differences(tiny, scale, backward):
+    """Both backward passes: the plain one, and the factored one the lesson's runs use."""
     task, params, batch = tiny
-    _, grads, _ = lesson.loss_and_grads(params, task, batch, scale)
+    _, grads, _ = getattr(lesson, backward)(params, task, batch, scale)
     numeric = central_differences(params, task, batch, scale)
     assert set(grads) == set(lesson.PARAMETERS)
-    for name in lesson.PARAMETERS:
-        assert grads[name].dtype == np.float64 and grads[name].shape == params[name].shape
-        np.testing.assert_allclose(grads[name], numeric[name], rtol=1e-5, atol=1e-9, err_msg=name)
-
-
-@pytest.mark.parametrize(
-    "scale",
-    [1 / np.sqrt(3), 1.0, 3.0, np.array([1.0, 0.25])],
-    ids=["scaled", "unscaled", "sharp", "one scale per model"],
-)
-def test_the_factored_gradients_match_central_differences(tiny, scale):
-    task, params, batch = tiny
-    _, grads, _ = lesson.loss_and_grads_factored(params, task, batch, scale)
-    numeric = central_differences(params, task, batch, scale)
     for name in lesson.PARAMETERS:
         assert grads[name].dtype == np.float64 and grads[name].shape == params[name].shape
         np.testing.assert_allclose(grads[name], numeric[name], rtol=1e-5, atol=1e-9, err_msg=name)

@@ -274,6 +274,15 @@ def forward(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale) -
     return Forward(X, x_q, q, K, V, o, weights, logits, scale, q_in, attention_scale)
 
 
+def _stats(logits: np.ndarray, weights: np.ndarray, target: np.ndarray) -> dict:
+    """Each model's accuracy on the batch and the mean entropy of its query's attention row:
+    ``{"accuracy": (M,), "entropy": (M,)}``."""
+    return {
+        "accuracy": (logits.argmax(axis=-1) == target).mean(axis=-1),
+        "entropy": entropy(weights[..., 0, :]).mean(axis=-1),
+    }
+
+
 def loss_and_grads(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale):
     """Loss, gradients of every parameter, and what to record, for each model.
 
@@ -302,11 +311,7 @@ def loss_and_grads(params: Mapping[str, np.ndarray], task: Task, batch: Batch, s
         "W_O": grad_W_O,
         "b": grad_z.sum(axis=1),
     }
-    stats = {
-        "accuracy": (f.logits.argmax(axis=-1) == batch.target).mean(axis=-1),
-        "entropy": entropy(f.weights[..., 0, :]).mean(axis=-1),
-    }
-    return loss, grads, stats
+    return loss, grads, _stats(f.logits, f.weights, batch.target)
 
 
 def loss_only(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale: float):
@@ -421,11 +426,7 @@ def loss_and_grads_factored(params: Mapping[str, np.ndarray], task: Task, batch:
         "W_O": grad_W_O,
         "b": grad_logits.sum(axis=1),
     }
-    stats = {
-        "accuracy": (f.logits.argmax(axis=-1) == batch.target).mean(axis=-1),
-        "entropy": entropy(f.weights[..., 0, :]).mean(axis=-1),
-    }
-    return loss, grads, stats
+    return loss, grads, _stats(f.logits, f.weights, batch.target)
 
 
 # -------------------------------------------------------- gradient check
