@@ -187,12 +187,13 @@ def hull_picture(V, outputs: dict, labels=None, ax=None, title=""):
         )
     pad = 0.15 * float(np.ptp(V, axis=0).max() or 1.0)
     ax.set_xlim(V[:, 0].min() - pad, V[:, 0].max() + pad)
-    ax.set_ylim(V[:, 1].min() - pad, V[:, 1].max() + 2.5 * pad)
+    ax.set_ylim(V[:, 1].min() - pad, V[:, 1].max() + pad)
     ax.set_aspect("equal")
     ax.set_xlabel("value feature 0")
     ax.set_ylabel("value feature 1")
     ax.set_title(title)
-    ax.legend(loc="upper left", fontsize=7, ncols=2, framealpha=0.9)
+    # Below the axes: the square plot is narrower than two columns of entries.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7, ncols=2, frameon=False)
     return ax
 
 
