@@ -383,9 +383,9 @@ def forward_factored(params: Mapping[str, np.ndarray], task: Task, batch: Batch,
     ``o = Σ_j p_j (x_j W_V) = (Σ_j p_j x_j) W_V``. So attention can run on the query
     ``u = scale · q W_Kᵀ`` against the pair tokens themselves, ``x̄ = softmax(u Xᵀ) X``,
     and ``o = x̄ W_V``: the same model and the same weights, up to rounding (the tests
-    compare the two), without projecting the ``n_pairs`` keys and values of every
-    sequence: the keys and values are never formed. The lesson's training runs use it,
-    with :func:`one_query_attention`, which skips the checks of attention's inputs.
+    compare the two), and the ``n_pairs`` keys and values of a sequence are never formed.
+    The lesson's training runs use it, with :func:`one_query_attention`, which skips the
+    checks of attention's inputs.
 
     ``scale``: one number, or one per model ``(M,)``. Shapes: see :class:`Factored`.
 
