@@ -167,7 +167,7 @@ def plot_heads(Q, weights, merged, suptitle: str = ""):
     fig, axs = plt.subplots(
         1,
         n_heads + 2,
-        figsize=(2.1 * (n_heads + 2 * side) + 0.4, 3.0),
+        figsize=(1.5 * (n_heads + 2 * side) + 0.4, 3.0),
         layout="constrained",
         gridspec_kw={"width_ratios": [side, *([1.0] * n_heads), side]},
     )
