@@ -8,7 +8,7 @@ and a column of ones appended to V sums each row's weights in the second matrix
 product. Masks and the causal rule are applied per tile, never built in full.
 
 It serves where speed is the point: the forward pass of
-:func:`attnlab.attention_backward` (which lesson 08's training calls), and
+:func:`attnlab.attention_backward` (lesson 08's plain training loop), and
 :func:`attnlab.tiled_attention` (which shares its masks and tiles). The lessons
 teach the formula with :func:`attnlab.attention` (``notebooks/05_values.ipynb``)
 and measure its cost with it too (``notebooks/07_cost_and_tiling.ipynb``).
@@ -226,7 +226,7 @@ def attention(
 
     Lesson: the formula is taught with :func:`attnlab.attention` in
     ``notebooks/05_values.ipynb``; this version is for code where speed is the
-    point, such as training the model of ``notebooks/08_does_scaling_matter.ipynb``.
+    point, such as the training loop of ``notebooks/08_does_scaling_matter.ipynb``.
     """
     check_flag(return_weights, "return_weights")
     p = prepare(Q, K, V, mask, causal, scale, check_flag(check_finite, "check_finite"))

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..backward import attention_backward
-from ..fast import attention  # the tuned path: training calls it thousands of times
+from ..backward import attention_backward, softmax_backward
+from ..fast import attention  # the tuned path, for the plain forward pass
 from ..softmax import entropy
 
 PARAMETERS = ("W_Q", "W_K", "W_V", "W_O", "b")
@@ -352,8 +352,7 @@ def one_query_attention_backward(X: np.ndarray, p: np.ndarray, grad_xbar: np.nda
     ``(..., 1, d)``.
     """
     grad_p = grad_xbar @ np.swapaxes(X, -1, -2)
-    grad_s = p * (grad_p - (grad_p * p).sum(axis=-1, keepdims=True))  # softmax_backward
-    return grad_s @ X
+    return softmax_backward(p, grad_p) @ X
 
 
 @dataclass(frozen=True)
