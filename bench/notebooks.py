@@ -1,4 +1,5 @@
-"""Run All of each lesson notebook in a fresh kernel: wall time and the kernel's peak RSS.
+"""Run All of each lesson notebook in a fresh kernel: wall time and peak RSS (the kernel's,
+plus that of the worker processes it started).
 
 Goals: each notebook ≤ 15 s (lesson 08, which trains: ≤ 45 s) and ≤ 400 MB, or ≤ 500 MB
 when it has imported PyTorch (lesson 10 does where torch is installed; torch alone takes
@@ -16,11 +17,29 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 
 ROOT = Path(__file__).resolve().parents[1]
-# The kernel reports its own high-water mark of resident memory (Linux).
-PEAK_RSS_CELL = (
-    "import sys; print([l.split()[1] for l in open('/proc/self/status') "
-    "if l.startswith('VmHWM')][0], 'torch' in sys.modules)"
-)
+# The kernel reports its own high-water mark of resident memory (Linux), and that of the
+# processes it started (lesson 08's training workers, which live as long as the kernel).
+# Their peaks are added: an upper bound on what the kernel and its workers held at once.
+PEAK_RSS_CELL = """
+import os, sys
+def _peak_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM"):
+            return int(line.split()[1])
+def _parent(pid):
+    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+def _children(pid):
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if _parent(entry) == pid:
+                found += [int(entry), *_children(int(entry))]
+        except OSError:  # a process that has just ended
+            pass
+    return found
+workers = sum(_peak_kb(child) or 0 for child in _children(os.getpid()))
+print(_peak_kb(os.getpid()), workers, "torch" in sys.modules)
+"""
 TRAINS = "08_does_scaling_matter.ipynb"
 
 
@@ -42,10 +61,11 @@ def measure(path: Path) -> dict:
             client.execute_cell(cell, index)
         elapsed = time.perf_counter() - start
         client.execute_cell(nb.cells[-1], n_cells)
-    peak_kb, torch = nb.cells[-1].outputs[0]["text"].split()
+    kernel_kb, workers_kb, torch = nb.cells[-1].outputs[0]["text"].split()
     return {
         "seconds": elapsed,
-        "peak_rss_mb": int(peak_kb) / 1024,
+        "peak_rss_mb": (int(kernel_kb) + int(workers_kb)) / 1024,
+        "workers_mb": int(workers_kb) / 1024,
         "imports_torch": torch == "True",
     }
 

@@ -35,3 +35,9 @@ def test_unknown_attribute_is_an_attribute_error():
 
     with pytest.raises(AttributeError, match="no attribute 'attentoin'"):
         attnlab.attentoin  # noqa: B018
+
+
+def test_the_training_worker_loads_no_plotting():
+    # Lesson 08's second process imports the training code alone: it starts in a moment.
+    modules = loaded_after("import attnlab.lessons.ablation, attnlab.lessons.workers")
+    assert not {m for m in HEAVY if m in modules}

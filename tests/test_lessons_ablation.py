@@ -18,7 +18,7 @@ from attnlab.exercises import ex08_ablation as exercise
 from attnlab.exercises.arrays import matches, wrong_result
 from attnlab.exercises.registry import get_exercise
 from attnlab.lessons import ablation as lesson
-from attnlab.lessons import retrieval
+from attnlab.lessons import retrieval, workers
 
 matplotlib.use("Agg")
 
@@ -389,17 +389,21 @@ def test_the_models_split_into_two_groups_as_evenly_as_a_cut_allows():
     assert lesson._groups(divisors[:3], (0, 1)) == [(divisors[:3], (0,)), (divisors[:3], (1,))]
 
 
-def test_two_threads_give_the_numbers_of_one_thread(monkeypatch):
+def test_a_second_process_gives_the_numbers_of_one_process(monkeypatch):
     # Small enough to run in a moment, big enough to be split into two groups.
     monkeypatch.setattr(lesson, "_GROUP_WORK", 1)
     task = lesson.make_task()
     divisors, seeds = ("1", "√d_k", "2√d_k"), (0, 1)
     runs = {}
-    for cores in (1, 2):
-        monkeypatch.setattr(lesson, "_cores", lambda c=cores: c)
-        runs[cores] = lesson.train_divisors(task, 16, divisors, seeds, steps=6, keep=(0, 3))
+    for in_processes in (False, True):
+        # Without the worker, run_in_two runs the groups one after the other, here.
+        monkeypatch.setattr(workers, "_WORKER", None)
+        monkeypatch.setattr(workers, "_UNAVAILABLE", not in_processes)
+        runs[in_processes] = lesson.train_divisors(task, 16, divisors, seeds, steps=6, keep=(0, 3))
+        assert (workers._WORKER is not None) == (in_processes and workers._cores() >= 2)
+        workers._stop()
     for d in divisors:
-        one, two = runs[1][d], runs[2][d]
+        one, two = runs[False][d], runs[True][d]
         assert one.seeds == two.seeds == seeds and one.scale == two.scale
         for name in ("loss", "accuracy", "entropy", "final_accuracy", "final_entropy"):
             np.testing.assert_array_equal(getattr(one, name), getattr(two, name))

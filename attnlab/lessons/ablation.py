@@ -9,7 +9,6 @@ imported by the figure functions alone.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -17,9 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..backward import softmax_backward
-from ..fast import _cores
+from ..blas import one_blas_thread
 from ..softmax import entropy, saturated_share, softmax
-from .cost_and_tiling import one_blas_thread
 from .retrieval import (  # noqa: F401 - the notebook reads the model through this module too
     LEARNING_RATE,
     PARAMETERS,
@@ -44,6 +42,7 @@ from .retrieval import (  # noqa: F401 - the notebook reads the model through th
     softmax_cross_entropy,
     stack,
 )
+from .workers import run_in_two
 
 # The divisors τ of the scores that the experiments compare, by name: the scores are
 # multiplied by scale = 1/τ. "1" is no scaling at all; "d_k" is the divisor of μP; the
@@ -321,12 +320,12 @@ def _fit(
     return params, scales, curves, kept
 
 
-# Training splits the models into two groups when each group's step is big enough for
-# NumPy to spend most of its time in compiled loops, which release the GIL: two threads
-# then train the groups side by side. The size is about the multiply-adds of a group's
-# step, models × sequences × d_model × (d_k + n_pairs); at about 2^20 two threads start
-# to beat one on 2 cores. Smaller groups would only wait for each other.
-_GROUP_WORK = 1 << 20
+# Training splits the models into two groups, one here and one in a worker process, when a
+# group's training is big enough to outweigh sending the work and its result across.
+# The size is about the multiply-adds of a group's whole run, models × steps × sequences
+# × d_model × (d_k + n_pairs). Lesson 08's training calls, timed both ways on 2 cores:
+# from about 2^23 on, two processes take 0.5 to 0.85 of the time of one.
+_GROUP_WORK = 1 << 23
 
 
 def _groups(divisors: tuple, seeds: tuple) -> list[tuple[tuple, tuple]]:
@@ -340,30 +339,20 @@ def _groups(divisors: tuple, seeds: tuple) -> list[tuple[tuple, tuple]]:
 
 
 def _fit_on_cores(task: Task, d_k: int, divisors: tuple, seeds: tuple, *settings):
-    """:func:`_fit`, on two threads where the models are many and large enough.
+    """:func:`_fit`, half the models here and half in a worker process, where they are
+    many and large enough.
 
     Each model's numbers are the same whether it trains alone, in a group or with all
-    the others (the tests check it), so the split changes only the time. The groups run
-    on two threads where there are two cores, else one after the other.
+    the others (the tests check it), so the split changes only the time. Where the worker
+    cannot run, the groups train here, one after the other (:mod:`.workers`).
     """
-    batch_size = settings[1]
-    per_group = len(divisors) * len(seeds) // 2 * batch_size * task.d_model * (d_k + task.n_pairs)
-    if len(divisors) * len(seeds) < 2 or per_group < _GROUP_WORK:
+    steps, batch_size = settings[:2]
+    models = len(divisors) * len(seeds)
+    per_group = models // 2 * steps * batch_size * task.d_model * (d_k + task.n_pairs)
+    if models < 2 or per_group < _GROUP_WORK:
         return _fit(task, d_k, divisors, seeds, *settings)
     groups = _groups(divisors, seeds)
-
-    def fit(group):
-        return _fit(task, d_k, group[0], group[1], *settings)
-
-    if _cores() < 2 or sys.platform == "emscripten":  # Pyodide cannot start threads
-        fits = [fit(g) for g in groups]
-    else:
-        from concurrent.futures import ThreadPoolExecutor
-
-        # One BLAS thread for the whole time, so that the first group to finish does
-        # not give BLAS its threads back while the other still trains.
-        with one_blas_thread(), ThreadPoolExecutor(2, thread_name_prefix="attnlab") as pool:
-            fits = list(pool.map(fit, groups))
+    fits = run_in_two(_fit, [(task, d_k, ds, ss, *settings) for ds, ss in groups])
     # Row m of the result is model (divisors[m // S], seeds[m % S]), as in one group.
     S = len(seeds)
     rows = np.concatenate(
@@ -484,7 +473,7 @@ def attention_maps(
     scales = np.array([1.0 / divisor_value(d, d_k) for d in divisors])
     batch = evaluation_batch(task, len(divisors), n_sequences, seed=77)
     moments = sorted({0, steps, *keep})
-    *_, kept = _fit(task, d_k, divisors, (seed,), steps, batch_size, lr, moments)
+    *_, kept = _fit_on_cores(task, d_k, divisors, (seed,), steps, batch_size, lr, moments)
     weights = {}
     for t in moments:
         rows = forward(kept[t], task, batch, scales).weights[..., 0, :]  # (models, n, n_pairs)
@@ -751,7 +740,7 @@ def twin_losses(
     Lesson: ``notebooks/08_does_scaling_matter.ipynb``.
     """
     twin = "√d_k, init and lr × d_k^¼"
-    _, _, curves, _ = _fit(task, d_k, ("1", twin), tuple(seeds), steps, batch_size, lr)
+    _, _, curves, _ = _fit_on_cores(task, d_k, ("1", twin), tuple(seeds), steps, batch_size, lr)
     n = len(seeds)
     return curves["loss"][:n], curves["loss"][n:]
 
@@ -778,7 +767,7 @@ def score_change(
     divisors, seeds = tuple(divisors), tuple(int(s) for s in seeds)
     n = len(seeds)
     scales = np.repeat([1.0 / divisor_value(d, d_k) for d in divisors], n)
-    *_, kept = _fit(task, d_k, divisors, seeds, steps, BATCH, lr, (0, steps), init_gain)
+    *_, kept = _fit_on_cores(task, d_k, divisors, seeds, steps, BATCH, lr, (0, steps), init_gain)
     moved = _score_rms(task, kept[0], kept[steps], scales, size)  # (M,)
     return {d: moved[i * n : (i + 1) * n] for i, d in enumerate(divisors)}
 
@@ -835,7 +824,7 @@ def saturation_after(
     """
     seeds = tuple(int(s) for s in seeds)
     scales = np.full(len(seeds), 1.0 / divisor_value(divisor, d_k))
-    *_, kept = _fit(task, d_k, (divisor,), seeds, steps, BATCH, lr, (0, steps), init_gain)
+    *_, kept = _fit_on_cores(task, d_k, (divisor,), seeds, steps, BATCH, lr, (0, steps), init_gain)
     batch = evaluation_batch(task, len(seeds), size, seed=99)
     right_pair = np.argmax(batch.keys == batch.query[..., None], axis=-1)  # (M, size)
     share = {}
