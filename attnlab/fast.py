@@ -16,6 +16,7 @@ and measure its cost with it too (``notebooks/07_cost_and_tiling.ipynb``).
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -173,11 +174,26 @@ _PARALLEL_ELEMENTS = 1 << 18
 _POOL = None
 
 
+# A container's CPU quota under cgroup v2, as Binder and JupyterHub set it.
+_CPU_MAX = "/sys/fs/cgroup/cpu.max"
+
+
+@functools.cache
 def _cores() -> int:
+    """The cores this process can keep busy: those it may run on, or fewer where a
+    container's CPU quota allows less (threads or processes past the quota only wait)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS and Windows
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        with open(_CPU_MAX) as limit:
+            quota, period = limit.read().split()
+        if quota != "max":  # "150000 100000": 1.5 cores' worth of time, so 1 busy core
+            cores = min(cores, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):  # no cgroup v2 here, or no quota
+        pass
+    return cores
 
 
 def _pool(workers: int):

@@ -62,3 +62,20 @@ def test_other_numbers_of_jobs_run_here(fresh):
     assert fresh.run_in_two(os.getpid, [(), (), ()]) == [os.getpid()] * 3
     assert fresh.run_in_two(os.getpid, [()]) == [os.getpid()]
     assert fresh._WORKER is None
+
+
+@pytest.mark.parametrize(
+    "cpu_max, quota_cores",
+    [("max 100000\n", None), ("150000 100000\n", 1), ("200000 100000\n", 2), ("50000 100000", 1)],
+)
+def test_a_container_quota_caps_the_cores(tmp_path, monkeypatch, cpu_max, quota_cores):
+    from attnlab import fast
+
+    free = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    (tmp_path / "cpu.max").write_text(cpu_max)
+    monkeypatch.setattr(fast, "_CPU_MAX", str(tmp_path / "cpu.max"))
+    fast._cores.cache_clear()
+    try:
+        assert fast._cores() == (free if quota_cores is None else min(free, quota_cores))
+    finally:
+        fast._cores.cache_clear()

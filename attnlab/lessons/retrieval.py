@@ -249,6 +249,12 @@ class Forward:
     attention_scale: float  # the scale attention receives
 
 
+def _per_model(scale: np.ndarray) -> np.ndarray:
+    """``scale`` ready to multiply ``(M, B, 1, d)`` arrays: one number as it is, or one per
+    model ``(M,)`` as ``(M, 1, 1, 1)``."""
+    return scale.reshape(-1, 1, 1, 1) if scale.ndim else scale
+
+
 def forward(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale) -> Forward:
     """The model's forward pass on a batch of shape ``(M, B)`` (one row of sequences per model).
 
@@ -263,7 +269,7 @@ def forward(params: Mapping[str, np.ndarray], task: Task, batch: Batch, scale) -
     q, K, V = linear(x_q, params["W_Q"]), linear(X, params["W_K"]), linear(X, params["W_V"])
     scale = np.asarray(scale, dtype=float)
     if scale.ndim:
-        q_in, attention_scale = q * scale.reshape(-1, 1, 1, 1), 1.0
+        q_in, attention_scale = q * _per_model(scale), 1.0
     else:
         q_in, attention_scale = q, float(scale)
     # The inputs come from finite parameters and embeddings: skip the scan for NaN and inf.
@@ -303,7 +309,7 @@ def loss_and_grads(params: Mapping[str, np.ndarray], task: Task, batch: Batch, s
         f.q_in, f.K, f.V, grad_o, scale=f.attention_scale, weights=f.weights, check_finite=False
     )
     if f.scale.ndim:  # q_in = scale·q
-        grad_q = grad_q * f.scale.reshape(-1, 1, 1, 1)
+        grad_q = grad_q * _per_model(f.scale)
     grads = {
         "W_Q": linear_backward(f.x_q, params["W_Q"], grad_q, grad_input=False)[1],
         "W_K": linear_backward(f.X, params["W_K"], grad_K, grad_input=False)[1],
@@ -392,7 +398,7 @@ def forward_factored(params: Mapping[str, np.ndarray], task: Task, batch: Batch,
     """
     X, x_q = embed(task, batch)
     scale = np.asarray(scale, dtype=float)
-    q_in = linear(x_q, params["W_Q"]) * (scale.reshape(-1, 1, 1, 1) if scale.ndim else scale)
+    q_in = linear(x_q, params["W_Q"]) * _per_model(scale)
     u = linear(q_in, np.swapaxes(params["W_K"], -1, -2))
     xbar, weights = one_query_attention(u, X)
     o = linear(xbar, params["W_V"])
@@ -417,7 +423,7 @@ def loss_and_grads_factored(params: Mapping[str, np.ndarray], task: Task, batch:
     grad_xbar, grad_W_V = linear_backward(f.xbar, params["W_V"], grad_o)
     grad_u = one_query_attention_backward(f.X, f.weights, grad_xbar)
     grad_q_in, grad_W_K_T = linear_backward(f.q_in, np.swapaxes(params["W_K"], -1, -2), grad_u)
-    grad_q = grad_q_in * (f.scale.reshape(-1, 1, 1, 1) if f.scale.ndim else f.scale)
+    grad_q = grad_q_in * _per_model(f.scale)
     grads = {
         "W_Q": linear_backward(f.x_q, params["W_Q"], grad_q, grad_input=False)[1],
         "W_K": np.swapaxes(grad_W_K_T, -1, -2),
