@@ -324,7 +324,8 @@ def _fit(
 # group's training is big enough to outweigh sending the work and its result across.
 # The size is about the multiply-adds of a group's whole run, models × steps × sequences
 # × d_model × (d_k + n_pairs). Lesson 08's training calls, timed both ways on 2 cores:
-# from about 2^23 on, two processes take 0.5 to 0.85 of the time of one.
+# from about 2^23 on, two processes take 0.4 to 0.85 of the time of one, except the first
+# call, which also starts the worker (about 0.4 s).
 _GROUP_WORK = 1 << 23
 
 
