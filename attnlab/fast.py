@@ -174,26 +174,68 @@ _PARALLEL_ELEMENTS = 1 << 18
 _POOL = None
 
 
-# A container's CPU quota under cgroup v2, as Binder and JupyterHub set it.
-_CPU_MAX = "/sys/fs/cgroup/cpu.max"
+# Where Linux keeps the control groups that cap a process's CPU time (containers on Binder
+# and JupyterHub, systemd units), and which group this process is in.
+_CGROUP_ROOT = "/sys/fs/cgroup"
+_PROC_CGROUP = "/proc/self/cgroup"
+
+
+def _words(path: str) -> list[str] | None:
+    try:
+        with open(path) as file:
+            return file.read().split()
+    except OSError:
+        return None
+
+
+def _quota_cores() -> int | None:
+    """The whole cores' worth of CPU time the tightest quota on this process's control group
+    (or on a group above it) allows; None without one.
+
+    cgroup v2 writes a quota as ``cpu.max``, "150000 100000" for 1.5 cores' worth or "max";
+    cgroup v1 as ``cpu.cfs_quota_us`` ("-1" for none) over ``cpu.cfs_period_us``, read here
+    at the top of its hierarchy, which is where a container sees its own. A fraction
+    is rounded down: half a core's worth more time gives a second busy thread or process
+    little, and leaves it waiting for the rest.
+    """
+    lines = _words(_PROC_CGROUP)
+    if lines is None:
+        return None
+    quotas = []
+    for line in lines:  # "0::/user.slice/..." (v2) or "4:cpu,cpuacct:/..." (v1)
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            folder = path.strip("/")
+            while True:  # this group, then each group above it, up to the root
+                found = _words(f"{_CGROUP_ROOT}/{folder}/cpu.max".replace("//", "/"))
+                if found and found[0] != "max":
+                    quotas.append(int(found[0]) / int(found[1]))
+                if not folder:
+                    break
+                folder = folder.rpartition("/")[0]
+        elif "cpu" in controllers.split(","):
+            for mount in (controllers, "cpu", "cpu,cpuacct"):
+                quota = _words(f"{_CGROUP_ROOT}/{mount}/cpu.cfs_quota_us")
+                period = _words(f"{_CGROUP_ROOT}/{mount}/cpu.cfs_period_us")
+                if quota and period and int(quota[0]) > 0:
+                    quotas.append(int(quota[0]) / int(period[0]))
+                    break
+    return max(1, int(min(quotas))) if quotas else None
 
 
 @functools.cache
 def _cores() -> int:
-    """The cores this process can keep busy: those it may run on, or fewer where a
-    container's CPU quota allows less (threads or processes past the quota only wait)."""
+    """The cores this process can keep busy: those it may run on, or fewer where a control
+    group's CPU quota allows less (see :func:`_quota_cores`)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS and Windows
         cores = os.cpu_count() or 1
     try:
-        with open(_CPU_MAX) as limit:
-            quota, period = limit.read().split()
-        if quota != "max":  # "150000 100000": 1.5 cores' worth of time, so 1 busy core
-            cores = min(cores, max(1, int(quota) // int(period)))
-    except (OSError, ValueError):  # no cgroup v2 here, or no quota
-        pass
-    return cores
+        quota = _quota_cores()
+    except ValueError:  # a file in a form this does not know: no quota
+        quota = None
+    return min(cores, quota) if quota else cores
 
 
 def _pool(workers: int):

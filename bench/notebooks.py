@@ -19,13 +19,17 @@ from nbformat.v4 import new_code_cell
 ROOT = Path(__file__).resolve().parents[1]
 # The kernel reports its own high-water mark of resident memory (Linux), and that of the
 # processes it started (lesson 08's training workers, which live as long as the kernel).
-# Their peaks are added: an upper bound on what the kernel and its workers held at once.
+# Their peaks are added: an upper bound on what they held at once (pages they share, such
+# as NumPy's libraries, count once per process).
 PEAK_RSS_CELL = """
 import os, sys
 def _peak_kb(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmHWM"):
-            return int(line.split()[1])
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmHWM"):
+                return int(line.split()[1])
+    except OSError:  # a process that has just ended
+        return 0
 def _parent(pid):
     return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
 def _children(pid):

@@ -22,7 +22,10 @@ def table(results: dict) -> str:
     m = results["machine"]
     lines = [f"Measured on {m['date']}: {describe(m)}.", ""]
     if "notebooks" in results:
-        lines += ["| lesson | Run All | peak memory, kernel and workers |", "| --- | ---: | ---: |"]
+        lines += [
+            "| lesson | Run All | peak memory (kernel + worker, at most) |",
+            "| --- | ---: | ---: |",
+        ]
         for name, r in results["notebooks"].items():
             torch = ", PyTorch imported" if r.get("imports_torch") else ""
             lines.append(f"| `{name}` | {r['seconds']:.1f} s | {r['peak_rss_mb']:.0f} MB{torch} |")

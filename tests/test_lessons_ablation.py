@@ -263,6 +263,7 @@ def test_step_controls_change_only_the_learning_rate_of_W_Q_and_W_K(monkeypatch)
         real(self, params, lr, betas, eps, rates)
 
     monkeypatch.setattr(retrieval.Adam, "__init__", spy)
+    monkeypatch.setattr(workers, "_UNAVAILABLE", True)  # a worker would not see the spy
     task = lesson.make_task(n_keys=5, n_values=4, n_pairs=3, d_model=4, seed=3)
     names = ("√d_k", "√d_k, lr × d_k^¼", "√d_k, init × d_k^¼", "√d_k, large steps")
     runs = lesson.train_divisors(task, 16, names, seeds=(0, 1), steps=2, batch_size=4, keep=(0,))
@@ -389,6 +390,7 @@ def test_the_models_split_into_two_groups_as_evenly_as_a_cut_allows():
     assert lesson._groups(divisors[:3], (0, 1)) == [(divisors[:3], (0,)), (divisors[:3], (1,))]
 
 
+@pytest.mark.skipif(workers._cores() < 2, reason="the second process runs only on 2 cores")
 def test_a_second_process_gives_the_numbers_of_one_process(monkeypatch):
     # Small enough to run in a moment, big enough to be split into two groups.
     monkeypatch.setattr(lesson, "_GROUP_WORK", 1)
@@ -396,7 +398,7 @@ def test_a_second_process_gives_the_numbers_of_one_process(monkeypatch):
     divisors, seeds = ("1", "√d_k", "2√d_k"), (0, 1)
     runs = {}
     for in_processes in (False, True):
-        # Without the worker, run_in_two runs the groups one after the other, here.
+        # Without the worker, all the models train here in one pass.
         monkeypatch.setattr(workers, "_WORKER", None)
         monkeypatch.setattr(workers, "_UNAVAILABLE", not in_processes)
         runs[in_processes] = lesson.train_divisors(task, 16, divisors, seeds, steps=6, keep=(0, 3))

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 import attnlab
+from attnlab import blas
 from attnlab.exercises import check, exercise_ids, solution, solutions
 from attnlab.exercises import ex07_cost_and_tiling as exercise
 from attnlab.exercises.registry import get_exercise
@@ -80,7 +81,7 @@ def test_one_blas_thread_says_no_when_no_blas_is_found(monkeypatch):
     fig = lesson.plot_cost(cost)
     assert "one BLAS thread" not in fig.axes[0].get_title()
     matplotlib.pyplot.close(fig)
-    functions = lesson._openblas_thread_functions()
+    functions = blas._openblas_thread_functions()
     if functions is not None:
         before = functions[0]()
         with lesson.one_blas_thread():

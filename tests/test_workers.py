@@ -1,15 +1,18 @@
-"""attnlab.lessons.workers: a second process, or the same results without it."""
+"""attnlab.lessons.workers: a second process, or the same results without it; and the
+cores attnlab.fast counts on, which decide whether there is a second process."""
 
 from __future__ import annotations
 
 import math
 import os
+import pickle
 
 import pytest
 
 from attnlab.lessons import workers
 
 TWO_CORES = workers._cores() >= 2
+needs_two_cores = pytest.mark.skipif(not TWO_CORES, reason="the worker runs only on 2 cores")
 
 
 @pytest.fixture
@@ -17,45 +20,116 @@ def fresh(monkeypatch):
     """No worker yet; one a test starts is stopped after it."""
     monkeypatch.setattr(workers, "_WORKER", None)
     monkeypatch.setattr(workers, "_UNAVAILABLE", False)
+    monkeypatch.delenv("ATTNLAB_WORKERS", raising=False)
     yield workers
     workers._stop()
+
+
+def attnlab_file() -> str:  # run in the worker: which attnlab it imported
+    import attnlab
+
+    return attnlab.__file__
+
+
+def plotting_loaded() -> list[str]:  # run in the worker: did training pull in plotting?
+    import sys
+
+    import attnlab.lessons.ablation  # noqa: F401 - what a training job imports
+
+    return [m for m in ("matplotlib", "ipywidgets", "IPython") if m in sys.modules]
+
+
+class TwoArguments(Exception):
+    """An error that pickle cannot rebuild from its message alone."""
+
+    def __init__(self, a, b):
+        super().__init__(f"{a} and {b}")
+
+
+def raise_two_arguments(really: bool):
+    if really:
+        raise TwoArguments("one", "two")
 
 
 def test_the_second_job_runs_in_another_process_where_there_are_two_cores(fresh):
     here, there = fresh.run_in_two(os.getpid, [(), ()])
     assert here == os.getpid()
-    assert (there != here) == TWO_CORES
+    assert (there != here) == TWO_CORES and fresh.available() == TWO_CORES
     assert fresh.run_in_two(math.exp, [(0.0,), (1.0,)]) == [1.0, math.exp(1.0)]
     assert fresh.run_in_two(os.getpid, [(), ()]) == [here, there]  # the same worker, kept
 
 
-def test_one_core_runs_both_jobs_here(fresh, monkeypatch):
+@needs_two_cores
+def test_the_worker_imports_this_attnlab_and_finds_what_this_process_finds(fresh):
+    # This test module is importable only through the sys.path pytest set up here.
+    assert fresh.run_in_two(attnlab_file, [(), ()]) == [attnlab_file()] * 2
+
+
+@needs_two_cores
+def test_the_worker_trains_without_loading_plotting(fresh):
+    # It starts in a moment: no matplotlib, no widgets, no IPython.
+    assert fresh.run_in_two(plotting_loaded, [(), ()])[1] == []
+
+
+def test_one_core_or_the_environment_runs_both_jobs_here(fresh, monkeypatch):
     monkeypatch.setattr(workers, "_cores", lambda: 1)
     assert fresh.run_in_two(os.getpid, [(), ()]) == [os.getpid()] * 2
-    assert fresh._WORKER is None and fresh._UNAVAILABLE
+    assert fresh._WORKER is None and not fresh.available()
+    monkeypatch.setattr(workers, "_cores", lambda: 2)
+    monkeypatch.setattr(workers, "_UNAVAILABLE", False)
+    monkeypatch.setenv("ATTNLAB_WORKERS", "0")
+    assert not fresh.available()
 
 
 @pytest.mark.parametrize("bad", [0, 1])
 def test_a_job_that_raises_raises_here_and_the_next_call_works(fresh, bad):
     jobs = [(4.0,), (9.0,)]
     jobs[bad] = (-1.0,)
-    with pytest.raises(ValueError, match="math domain error"):
+    with pytest.raises(ValueError, match="math domain error") as raised:
         fresh.run_in_two(math.sqrt, jobs)
+    if bad == 1 and TWO_CORES:  # the worker's own traceback comes along
+        assert isinstance(raised.value.__cause__, workers.RemoteTraceback)
+        assert "Traceback" in str(raised.value.__cause__)
     assert fresh.run_in_two(math.sqrt, [(4.0,), (16.0,)]) == [2.0, 4.0]
 
 
-def test_a_job_that_prints_does_not_garble_the_result(fresh):
-    assert fresh.run_in_two(print, [("",), ("to the worker's stderr",)]) == [None, None]
+def test_an_error_pickle_cannot_rebuild_arrives_by_name(fresh):
+    error = RuntimeError if TWO_CORES else TwoArguments
+    with pytest.raises(error, match="one and two"):
+        fresh.run_in_two(raise_two_arguments, [(False,), (True,)])
+
+
+def test_output_on_either_stream_does_not_garble_the_result(fresh):
+    assert fresh.run_in_two(print, [("",), ("to the worker's stdout",)]) == [None, None]
+    # Bytes written straight to file descriptor 1, as a library in C would.
+    forged = pickle.dumps((True, "forged"))
+    assert fresh.run_in_two(os.write, [(1, b""), (1, forged)]) == [0, len(forged)]
     assert fresh.run_in_two(abs, [(-2,), (-3,)]) == [2, 3]
 
 
-@pytest.mark.skipif(not TWO_CORES, reason="the worker starts only where there are two cores")
+@needs_two_cores
+def test_an_interrupt_while_a_job_is_out_never_lets_its_result_answer_the_next(fresh, monkeypatch):
+    write = workers._write
+
+    def write_then_interrupt(*args):
+        write(*args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(workers, "_write", write_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        fresh.run_in_two(math.sqrt, [(16.0,), (25.0,)])
+    assert fresh._WORKER is None  # stopped with the job still out
+    monkeypatch.setattr(workers, "_write", write)
+    assert fresh.run_in_two(abs, [(-1,), (-2,)]) == [1, 2]
+
+
+@needs_two_cores
 def test_a_dead_worker_gives_way_to_running_here(fresh):
     before = fresh.run_in_two(os.getpid, [(), ()])
     fresh._WORKER.kill()
     fresh._WORKER.wait()
     assert fresh.run_in_two(os.getpid, [(), ()]) == [os.getpid()] * 2
-    assert fresh._WORKER is None and fresh._UNAVAILABLE and before[1] != os.getpid()
+    assert fresh._WORKER is None and not fresh.available() and before[1] != os.getpid()
 
 
 def test_other_numbers_of_jobs_run_here(fresh):
@@ -64,18 +138,50 @@ def test_other_numbers_of_jobs_run_here(fresh):
     assert fresh._WORKER is None
 
 
-@pytest.mark.parametrize(
-    "cpu_max, quota_cores",
-    [("max 100000\n", None), ("150000 100000\n", 1), ("200000 100000\n", 2), ("50000 100000", 1)],
-)
-def test_a_container_quota_caps_the_cores(tmp_path, monkeypatch, cpu_max, quota_cores):
+def _cgroups(tmp_path, monkeypatch, membership: str, files: dict[str, str]):
+    """A fake /proc/self/cgroup and /sys/fs/cgroup for attnlab.fast to read."""
     from attnlab import fast
 
+    (tmp_path / "cgroup").write_text(membership)
+    for name, text in files.items():
+        (tmp_path / "sys" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "sys" / name).write_text(text)
+    monkeypatch.setattr(fast, "_PROC_CGROUP", str(tmp_path / "cgroup"))
+    monkeypatch.setattr(fast, "_CGROUP_ROOT", str(tmp_path / "sys"))
+    return fast
+
+
+@pytest.mark.parametrize(
+    "membership, files, quota",
+    [
+        ("0::/\n", {"cpu.max": "max 100000\n"}, None),
+        ("0::/\n", {"cpu.max": "150000 100000\n"}, 1),  # 1.5 cores' worth: 1 busy core
+        ("0::/\n", {"cpu.max": "400000 100000\n"}, 4),
+        ("0::/\n", {"cpu.max": "50000 100000\n"}, 1),  # never below one
+        # A systemd unit's quota, two levels below the root, and a looser one above it.
+        (
+            "0::/user.slice/user-1000.slice\n",
+            {
+                "cpu.max": "max 100000",
+                "user.slice/cpu.max": "800000 100000",
+                "user.slice/user-1000.slice/cpu.max": "200000 100000",
+            },
+            2,
+        ),
+        # cgroup v1, as a container sees it; a "-1" quota is none.
+        ("4:cpu,cpuacct:/\n3:memory:/\n", {"cpu,cpuacct/cpu.cfs_quota_us": "300000",
+                                             "cpu,cpuacct/cpu.cfs_period_us": "100000"}, 3),
+        ("4:cpu,cpuacct:/\n", {"cpu,cpuacct/cpu.cfs_quota_us": "-1",
+                                "cpu,cpuacct/cpu.cfs_period_us": "100000"}, None),
+        ("0::/\n", {}, None),  # no quota files at all
+    ],
+)  # fmt: skip
+def test_a_control_groups_cpu_quota_caps_the_cores(tmp_path, monkeypatch, membership, files, quota):
+    fast = _cgroups(tmp_path, monkeypatch, membership, files)
+    assert fast._quota_cores() == quota
     free = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    (tmp_path / "cpu.max").write_text(cpu_max)
-    monkeypatch.setattr(fast, "_CPU_MAX", str(tmp_path / "cpu.max"))
     fast._cores.cache_clear()
     try:
-        assert fast._cores() == (free if quota_cores is None else min(free, quota_cores))
+        assert fast._cores() == (free if quota is None else min(free, quota))
     finally:
         fast._cores.cache_clear()

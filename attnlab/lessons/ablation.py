@@ -42,7 +42,7 @@ from .retrieval import (  # noqa: F401 - the notebook reads the model through th
     softmax_cross_entropy,
     stack,
 )
-from .workers import run_in_two
+from .workers import available, run_in_two
 
 # The divisors τ of the scores that the experiments compare, by name: the scores are
 # multiplied by scale = 1/τ. "1" is no scaling at all; "d_k" is the divisor of μP; the
@@ -324,8 +324,8 @@ def _fit(
 # group's training is big enough to outweigh sending the work and its result across.
 # The size is about the multiply-adds of a group's whole run, models × steps × sequences
 # × d_model × (d_k + n_pairs). Lesson 08's training calls, timed both ways on 2 cores:
-# from about 2^23 on, two processes take 0.4 to 0.85 of the time of one, except the first
-# call, which also starts the worker (about 0.4 s).
+# from about 2^23 on, two processes took about 0.5 to 0.85 of the time of one, except the
+# first call, which also starts the worker (about 0.4 s).
 _GROUP_WORK = 1 << 23
 
 
@@ -350,8 +350,10 @@ def _fit_on_cores(task: Task, d_k: int, divisors: tuple, seeds: tuple, *settings
     steps, batch_size = settings[:2]
     models = len(divisors) * len(seeds)
     per_group = models // 2 * steps * batch_size * task.d_model * (d_k + task.n_pairs)
-    if models < 2 or per_group < _GROUP_WORK:
-        return _fit(task, d_k, divisors, seeds, *settings)
+    for divisor in divisors:  # a bad name fails now, not after the first group has trained
+        divisor_value(divisor, d_k)
+    if models < 2 or per_group < _GROUP_WORK or not available():
+        return _fit(task, d_k, divisors, seeds, *settings)  # in one pass: quicker than two
     groups = _groups(divisors, seeds)
     fits = run_in_two(_fit, [(task, d_k, ds, ss, *settings) for ds, ss in groups])
     # Row m of the result is model (divisors[m // S], seeds[m % S]), as in one group.

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import plots
 from ..attention import attention
-from ..blas import _openblas_thread_functions, one_blas_thread  # noqa: F401 - lesson 07 shows it
+from ..blas import one_blas_thread
 from ..memory import measured_peak
 from ..softmax import softmax
 from ..tiled import tiled_attention
