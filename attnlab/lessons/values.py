@@ -192,8 +192,19 @@ def hull_picture(V, outputs: dict, labels=None, ax=None, title=""):
     ax.set_xlabel("value feature 0")
     ax.set_ylabel("value feature 1")
     ax.set_title(title)
-    # Below the axes: the square plot is narrower than two columns of entries.
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7, ncols=2, frameon=False)
+    # Below the axes: the square plot is narrower than two columns of entries. The outputs
+    # fill the first column (a legend fills column by column), the hull and rows the second.
+    handles, names = ax.get_legend_handles_labels()
+    order = sorted(range(len(names)), key=lambda i: names[i] not in outputs)
+    ax.legend(
+        [handles[i] for i in order],
+        [names[i] for i in order],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        fontsize=7,
+        ncols=2,
+        frameon=False,
+    )
     return ax
 
 
