@@ -189,12 +189,11 @@ def _words(path: str) -> list[str] | None:
 
 
 def _quota_cores() -> int | None:
-    """The whole cores' worth of CPU time the tightest quota on this process's control group
-    (or on a group above it) allows; None without one.
+    """The whole cores' worth of CPU time the tightest quota on this process's control group,
+    or on a group above it, allows; None without one.
 
     cgroup v2 writes a quota as ``cpu.max``, "150000 100000" for 1.5 cores' worth or "max";
-    cgroup v1 as ``cpu.cfs_quota_us`` ("-1" for none) over ``cpu.cfs_period_us``, read here
-    at the top of its hierarchy, which is where a container sees its own. A fraction
+    cgroup v1 as ``cpu.cfs_quota_us`` ("-1" for none) over ``cpu.cfs_period_us``. A fraction
     is rounded down: half a core's worth more time gives a second busy thread or process
     little, and leaves it waiting for the rest.
     """
@@ -202,24 +201,30 @@ def _quota_cores() -> int | None:
     if lines is None:
         return None
     quotas = []
+    files: tuple[str, ...]
     for line in lines:  # "0::/user.slice/..." (v2) or "4:cpu,cpuacct:/..." (v1)
         _, controllers, path = line.split(":", 2)
         if controllers == "":
+            mounts, files = [""], ("cpu.max",)
+        elif "cpu" in controllers.split(","):
+            mounts, files = (
+                [controllers, "cpu", "cpu,cpuacct"],
+                ("cpu.cfs_quota_us", "cpu.cfs_period_us"),
+            )
+        else:
+            continue
+        for mount in dict.fromkeys(mounts):
             folder = path.strip("/")
             while True:  # this group, then each group above it, up to the root
-                found = _words(f"{_CGROUP_ROOT}/{folder}/cpu.max".replace("//", "/"))
-                if found and found[0] != "max":
-                    quotas.append(int(found[0]) / int(found[1]))
+                found = [
+                    _words("/".join(filter(None, (_CGROUP_ROOT, mount, folder, f)))) for f in files
+                ]
+                words = [w for part in found if part for w in part]
+                if len(words) == 2 and words[0] not in ("max", "-1"):
+                    quotas.append(int(words[0]) / int(words[1]))
                 if not folder:
                     break
                 folder = folder.rpartition("/")[0]
-        elif "cpu" in controllers.split(","):
-            for mount in (controllers, "cpu", "cpu,cpuacct"):
-                quota = _words(f"{_CGROUP_ROOT}/{mount}/cpu.cfs_quota_us")
-                period = _words(f"{_CGROUP_ROOT}/{mount}/cpu.cfs_period_us")
-                if quota and period and int(quota[0]) > 0:
-                    quotas.append(int(quota[0]) / int(period[0]))
-                    break
     return max(1, int(min(quotas))) if quotas else None
 
 
@@ -233,7 +238,7 @@ def _cores() -> int:
         cores = os.cpu_count() or 1
     try:
         quota = _quota_cores()
-    except ValueError:  # a file in a form this does not know: no quota
+    except (ValueError, ZeroDivisionError):  # a file in a form this does not know: no quota
         quota = None
     return min(cores, quota) if quota else cores
 

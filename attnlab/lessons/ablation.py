@@ -323,9 +323,10 @@ def _fit(
 # Training splits the models into two groups, one here and one in a worker process, when a
 # group's training is big enough to outweigh sending the work and its result across.
 # The size is about the multiply-adds of a group's whole run, models × steps × sequences
-# × d_model × (d_k + n_pairs). Lesson 08's training calls, timed both ways on 2 cores:
-# from about 2^23 on, two processes took about 0.5 to 0.85 of the time of one, except the
-# first call, which also starts the worker (about 0.4 s).
+# × d_model × (d_k + n_pairs). It is a rough guide: one pass over many models costs less
+# than the models one by one, so near the threshold a split gains little, and costs
+# little. Lesson 08's training calls above it, timed both ways on 2 cores, took about 0.5
+# to 0.85 of the time of one process; the first also starts the worker (about 0.4 s).
 _GROUP_WORK = 1 << 23
 
 
@@ -345,7 +346,8 @@ def _fit_on_cores(task: Task, d_k: int, divisors: tuple, seeds: tuple, *settings
 
     Each model's numbers are the same whether it trains alone, in a group or with all
     the others (the tests check it), so the split changes only the time. Where the worker
-    cannot run, the groups train here, one after the other (:mod:`.workers`).
+    cannot run, all the models train here in one pass (:mod:`.workers`); only a worker
+    that dies during the call leaves its group to train here after the first.
     """
     steps, batch_size = settings[:2]
     models = len(divisors) * len(seeds)

@@ -16,9 +16,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .. import plots
+from ..blas import one_blas_thread  # noqa: F401 - lesson 07's; the training cell uses it
 from ..masks import causal_lower_right, causal_mask  # noqa: F401 - the notebook uses it
 from ..softmax import entropy, softmax
-from .cost_and_tiling import one_blas_thread  # noqa: F401 - lesson 07's; the training cell uses it
 
 # ---------------------------------------------------------------------- linear attention
 
