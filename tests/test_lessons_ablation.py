@@ -397,6 +397,14 @@ def test_a_second_process_gives_the_numbers_of_one_process(monkeypatch):
     task = lesson.make_task()
     divisors, seeds = ("1", "√d_k", "2√d_k"), (0, 1)
     runs = {}
+    replies = []
+    answer = workers._answer
+
+    def answer_and_note(*args):
+        replies.append(answer(*args))
+        return replies[-1]
+
+    monkeypatch.setattr(workers, "_answer", answer_and_note)
     for in_processes in (False, True):
         # Without the worker, all the models train here in one pass.
         monkeypatch.setattr(workers, "_WORKER", None)
@@ -404,8 +412,9 @@ def test_a_second_process_gives_the_numbers_of_one_process(monkeypatch):
         monkeypatch.setattr(workers, "_GREETED", False)
         sent = workers._JOB
         runs[in_processes] = lesson.train_divisors(task, 16, divisors, seeds, steps=6, keep=(0, 3))
-        # With the worker, a group really went to it, and came back (not trained here).
+        # With the worker, a group really went to it, and came back trained (not handed back).
         assert (workers._JOB > sent and workers._WORKER is not None) == in_processes
+        assert [reply[0] for reply in replies] == [True] * in_processes
         workers._stop()
     for d in divisors:
         one, two = runs[False][d], runs[True][d]
@@ -415,6 +424,20 @@ def test_a_second_process_gives_the_numbers_of_one_process(monkeypatch):
         for t in (0, 3):
             for name in lesson.PARAMETERS:
                 np.testing.assert_array_equal(one.weights[t][name], two.weights[t][name])
+
+
+@pytest.mark.parametrize("divisors, seeds", [(("1", "1"), (0, 1)), (("√d_k",), (2, 2, 0))])
+def test_a_divisor_or_seed_given_twice_keeps_its_rows_when_the_models_split(
+    monkeypatch, divisors, seeds
+):
+    task = lesson.make_task()
+    runs = {}
+    for split in (False, True):
+        monkeypatch.setattr(lesson, "_GROUP_WORK", 1 if split else 1 << 62)
+        runs[split] = lesson._fit_on_cores(task, 16, divisors, seeds, 4, 8, 1e-2, (), 1.0)
+    for name in ("loss", "accuracy"):
+        np.testing.assert_array_equal(runs[False][2][name], runs[True][2][name])
+    assert not np.array_equal(runs[True][2]["loss"][0], runs[True][2]["loss"][-1])
 
 
 def test_a_model_trained_in_a_group_is_the_model_trained_alone(monkeypatch):

@@ -100,6 +100,7 @@ def test_a_job_that_raises_raises_here_and_the_next_call_works(fresh, bad):
         assert isinstance(raised.value.__cause__, workers.RemoteTraceback)
         assert "Traceback" in str(raised.value.__cause__)
     assert fresh.run_in_two(math.sqrt, [(4.0,), (16.0,)]) == [2.0, 4.0]
+    assert in_worker(fresh) == TWO_CORES  # stopped with the job out, and started again
 
 
 def test_an_error_pickle_cannot_rebuild_arrives_by_name(fresh):
@@ -146,6 +147,49 @@ def test_a_job_the_worker_cannot_read_runs_here(fresh, monkeypatch):
     monkeypatch.setattr(__main__, "MadeHere", MadeHere, raising=False)
     assert fresh.run_in_two(value_of, [(MadeHere(1),), (MadeHere(2),)]) == [1, 2]
     assert in_worker(fresh)  # still there for the next job
+
+
+def nested(x: float) -> list:  # a job that itself splits its work
+    return workers.run_in_two(math.sqrt, [(x,), (x * 4,)])
+
+
+@needs_two_cores
+def test_a_call_inside_a_job_runs_both_its_jobs_there(fresh):
+    assert fresh.run_in_two(nested, [(1.0,), (9.0,)]) == [[1.0, 2.0], [3.0, 6.0]]
+    assert in_worker(fresh)
+
+
+def careful() -> None:
+    import warnings
+
+    warnings.warn("careful", UserWarning, stacklevel=1)
+
+
+@needs_two_cores
+def test_a_warning_from_the_worker_shows_once_like_one_raised_here(fresh):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")  # once per place
+        fresh.run_in_two(careful, [(), ()])
+        fresh.run_in_two(careful, [(), ()])
+    assert [str(w.message) for w in seen] == ["careful"]
+    assert in_worker(fresh)
+
+
+def exp_of(x: float) -> float:
+    import numpy as np
+
+    return float(np.exp(np.float64(x)))
+
+
+@needs_two_cores
+def test_the_job_runs_under_this_processs_numpy_error_settings(fresh):
+    import numpy as np
+
+    with np.errstate(under="raise"), pytest.raises(FloatingPointError, match="underflow"):
+        fresh.run_in_two(exp_of, [(0.0,), (-1000.0,)])
+    assert fresh.run_in_two(exp_of, [(0.0,), (-1000.0,)]) == [1.0, 0.0]
 
 
 def log_of(x: float) -> float:

@@ -330,14 +330,21 @@ def _fit(
 _GROUP_WORK = 1 << 23
 
 
-def _groups(divisors: tuple, seeds: tuple) -> list[tuple[tuple, tuple]]:
-    """The models (every divisor with every seed) in two groups of sizes as equal as a cut
-    through the divisors or through the seeds allows."""
-    D, S = len(divisors), len(seeds)
+def _cut(D: int, S: int) -> tuple[int, int]:
+    """Where to cut D divisors × S seeds into two groups of sizes as equal as a cut through
+    the divisors or through the seeds allows: ``(axis, at)``, axis 0 for the divisors."""
     by_divisor, by_seed = D // 2, S // 2
     if abs(D - 2 * by_divisor) * S <= abs(S - 2 * by_seed) * D:
-        return [(divisors[:by_divisor], seeds), (divisors[by_divisor:], seeds)]
-    return [(divisors, seeds[:by_seed]), (divisors, seeds[by_seed:])]
+        return 0, by_divisor
+    return 1, by_seed
+
+
+def _groups(divisors: tuple, seeds: tuple) -> list[tuple[tuple, tuple]]:
+    """The models (every divisor with every seed) in two groups, cut by :func:`_cut`."""
+    axis, at = _cut(len(divisors), len(seeds))
+    if axis == 0:
+        return [(divisors[:at], seeds), (divisors[at:], seeds)]
+    return [(divisors, seeds[:at]), (divisors, seeds[at:])]
 
 
 def _fit_on_cores(task: Task, d_k: int, divisors: tuple, seeds: tuple, *settings):
@@ -346,8 +353,9 @@ def _fit_on_cores(task: Task, d_k: int, divisors: tuple, seeds: tuple, *settings
 
     Each model's numbers are the same whether it trains alone, in a group or with all
     the others (the tests check it), so the split changes only the time. Where the worker
-    cannot run, all the models train here in one pass (:mod:`.workers`); only a worker
-    that dies during the call leaves its group to train here after the first.
+    cannot run, all the models train here in one pass (:mod:`.workers`); where it fails
+    during the call (it dies, or cannot take this job), its group trains here after the
+    first.
     """
     steps, batch_size = settings[:2]
     models = len(divisors) * len(seeds)
@@ -358,12 +366,12 @@ def _fit_on_cores(task: Task, d_k: int, divisors: tuple, seeds: tuple, *settings
         return _fit(task, d_k, divisors, seeds, *settings)  # in one pass: quicker than two
     groups = _groups(divisors, seeds)
     fits = run_in_two(_fit, [(task, d_k, ds, ss, *settings) for ds, ss in groups])
-    # Row m of the result is model (divisors[m // S], seeds[m % S]), as in one group.
-    S = len(seeds)
-    rows = np.concatenate(
-        [[divisors.index(d) * S + seeds.index(s) for d in ds for s in ss] for ds, ss in groups]
-    )
-    order = np.argsort(rows)
+    # Row m of the result is model (divisors[m // S], seeds[m % S]), as in one group: each
+    # group's rows, by position (a divisor or a seed may be given twice).
+    axis, at = _cut(len(divisors), len(seeds))
+    rows = np.arange(models).reshape(len(divisors), len(seeds))
+    halves = (rows[:at], rows[at:]) if axis == 0 else (rows[:, :at], rows[:, at:])
+    order = np.argsort(np.concatenate([half.ravel() for half in halves]))
 
     def joined(parts):
         return np.concatenate(parts)[order]

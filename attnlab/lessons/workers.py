@@ -15,7 +15,8 @@ first training, a worker that died during a job), :func:`available` says so and 
 trains everything here: the results are the same, only slower. Anything that goes wrong
 while a job is out (an error, an interrupt) stops the worker, so that no result ever
 answers the wrong job; the next call starts a fresh one. Warnings a job raises in the
-worker are raised again here, under this process's filters.
+worker are raised again here, as if raised here (this process's filters, and the same place
+warns once by default), and the job runs under this process's NumPy error settings.
 
 Lessons: ``notebooks/08_does_scaling_matter.ipynb`` and ``notebooks/10_in_practice.ipynb``
 (through :mod:`attnlab.lessons.ablation`'s training).
@@ -26,7 +27,6 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
-import signal
 import struct
 import subprocess
 import sys
@@ -40,26 +40,31 @@ from ..fast import _cores
 
 _WORKER: subprocess.Popen | None = None
 _UNAVAILABLE = False  # set where the worker cannot start, or once it has died during a job
-_LOCK = threading.RLock()  # one job out at a time; another thread runs its jobs here
+_LOCK = threading.Lock()  # one job out at a time; another thread, or a nested call, runs here
 _JOB = 0  # the number of the last job sent; the worker's reply carries it back
 _GREETED = False  # whether the worker has said it imported the caller's attnlab
 
 # Every frame starts with this mark, then the job's number and the payload's size.
 _MARK = b"attnlab\x00"
-_LARGEST = 1 << 32  # bytes: a size past this is not a frame of ours
+_LARGEST = 1 << 32  # bytes: a size past this is taken for a corrupted frame
 _STRAY = 1 << 20  # bytes of start-up output (sitecustomize, say) skipped before the greeting
 
-# The worker's first lines, before anything else is imported: the replies keep the pipe
-# that was standard output, and anything else written there goes to standard error; the
-# caller's sys.path comes first, so that the worker finds the same attnlab as the caller.
-# One reader on the jobs' pipe from the start: a second one could miss what the first had
-# already buffered.
-_BOOT = (
-    "import os; results = os.fdopen(os.dup(1), 'wb'); os.dup2(2, 1); "
-    "import pickle, sys; jobs = os.fdopen(os.dup(0), 'rb'); "
-    "sys.path[:0] = pickle.load(jobs); "
-    "from attnlab.lessons.workers import _serve; _serve(jobs, results)"
-)
+# The worker's first lines, before anything else is imported: it ignores interrupts (on
+# POSIX, interrupting a notebook's kernel signals its whole process group; the kernel stops
+# the worker if it no longer waits for it); the replies keep the pipe that was standard
+# output, and anything else written there goes to standard error; the caller's sys.path
+# comes first, so that the worker finds the same attnlab as the caller. One reader on the
+# jobs' pipe from the start: a second one could miss what the first had already buffered.
+_BOOT = """\
+import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)
+import os; results = os.fdopen(os.dup(1), "wb"); os.dup2(2, 1)
+import pickle, sys; jobs = os.fdopen(os.dup(0), "rb")
+try:
+    sys.path[:0] = pickle.load(jobs)
+except EOFError:  # the caller went away before it sent anything
+    sys.exit()
+from attnlab.lessons.workers import _serve; _serve(jobs, results)
+"""
 
 
 class RemoteTraceback(Exception):
@@ -70,8 +75,16 @@ class RemoteTraceback(Exception):
 
 
 def _write(stream, number: int, payload: bytes) -> None:
-    stream.write(_MARK + struct.pack("<QQ", number, len(payload)))
-    stream.write(payload)
+    """One frame: the mark, the job's number, the payload's size, the payload."""
+    _write_all(stream, _MARK + struct.pack("<QQ", number, len(payload)))
+    _write_all(stream, payload)
+
+
+def _write_all(stream, data: bytes) -> None:
+    """All of ``data``: an unbuffered stream may take only part of it at a time."""
+    view = memoryview(data)
+    while view:
+        view = view[stream.write(view) :]
     stream.flush()
 
 
@@ -91,10 +104,15 @@ def _rest_of_frame(stream) -> tuple[int, bytes]:
 
 
 def _exactly(stream, size: int) -> bytes:
-    data = stream.read(size)
-    if len(data) < size:
-        raise EOFError("the other end closed the pipe")
-    return data
+    """``size`` bytes, read in as many parts as the (perhaps unbuffered) stream gives."""
+    parts, left = [], size
+    while left:
+        part = stream.read(left)
+        if not part:
+            raise EOFError("the other end closed the pipe")
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
 
 
 def _greeting(stream) -> bytes:
@@ -113,16 +131,13 @@ def _serve(jobs, results) -> None:
     under the same number, ``(True, result, warnings)``, ``(False, error, traceback)``,
     or ``(None, reason)`` for a job it cannot even unpickle, which the caller then runs
     itself; until the pipe closes. First it says which attnlab it imported (frame 0)."""
-    # On POSIX, interrupting a notebook's kernel signals its whole process group: the
-    # worker ignores it, and the kernel stops the worker if it no longer waits for it.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # a job that reads standard input must not read the jobs
     os.close(null)
     import attnlab
 
     with jobs, results:
-        _write(results, 0, pickle.dumps(attnlab.__file__))
+        _write(results, 0, pickle.dumps(_where(attnlab.__file__)))
         while True:
             try:
                 number, payload = _read(jobs)
@@ -133,18 +148,23 @@ def _serve(jobs, results) -> None:
 
 def _run(payload: bytes) -> bytes:
     """One job, from its pickle to its reply's."""
+    import numpy as np
+
     try:
-        function, args = pickle.loads(payload)
+        function, args, numpy_errors = pickle.loads(payload)
     except Exception as error:  # a class defined in the caller's notebook, say
         return pickle.dumps((None, f"{type(error).__name__}: {error}"))
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")  # the caller's filters decide, when re-raised
+        with warnings.catch_warnings(record=True) as caught, np.errstate(**numpy_errors):
+            warnings.simplefilter("always")  # the caller's filters decide, when raised again
             result = function(*args)
         said = [(w.message, w.category, w.filename, w.lineno) for w in caught]
-        return pickle.dumps((True, result, said), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as error:
         return _error_reply(error, traceback.format_exc())
+    try:
+        return pickle.dumps((True, result, said), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as error:  # a result that cannot travel: the caller runs the job itself
+        return pickle.dumps((None, f"{type(error).__name__}: {error}"))
 
 
 def _error_reply(error: Exception, text: str) -> bytes:
@@ -156,6 +176,11 @@ def _error_reply(error: Exception, text: str) -> bytes:
         return reply
     except Exception:
         return pickle.dumps((False, RuntimeError(f"{type(error).__name__}: {error}"), text))
+
+
+def _where(file: str) -> str:
+    """A module's file as a path both processes spell alike."""
+    return os.path.normcase(os.path.realpath(file))
 
 
 def _start() -> subprocess.Popen | None:
@@ -188,14 +213,16 @@ def _start() -> subprocess.Popen | None:
             [sys.executable, *flags, "-c", _BOOT],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            bufsize=0,  # no buffer lock for a forked child to find held (_forget_after_fork)
             creationflags=hidden,
+            start_new_session=os.name == "posix",  # the kernel's interrupts are not its own
         )
-        assert worker.stdin is not None
-        pickle.dump(path, worker.stdin)
-        worker.stdin.flush()
-    except OSError:
+        _write_all(worker.stdin, pickle.dumps(path))  # what _BOOT reads first
+    except BaseException as error:
         if worker is not None:
             _kill(worker)
+        if not isinstance(error, OSError):
+            raise
         _UNAVAILABLE = True
         return None
     _WORKER, _GREETED = worker, False
@@ -203,9 +230,15 @@ def _start() -> subprocess.Popen | None:
 
 
 def available() -> bool:
-    """Whether a second process can take jobs here; starts it if it can."""
-    with _LOCK:
+    """Whether a second process can take a job now; starts it if it can. False while
+    another job is out (from another thread, or a call inside a job)."""
+    lock = _LOCK
+    if not lock.acquire(blocking=False):
+        return False
+    try:
         return _start() is not None
+    finally:
+        lock.release()
 
 
 def _kill(worker: subprocess.Popen) -> None:
@@ -222,9 +255,9 @@ def _kill(worker: subprocess.Popen) -> None:
 def _stop() -> None:
     """Stop the worker, whatever it is doing."""
     global _WORKER
-    if _WORKER is not None:
-        _kill(_WORKER)
-    _WORKER = None
+    worker, _WORKER = _WORKER, None
+    if worker is not None:
+        _kill(worker)
 
 
 def _forget_after_fork() -> None:
@@ -232,13 +265,10 @@ def _forget_after_fork() -> None:
     global _WORKER, _LOCK
     if _WORKER is not None:
         for pipe in (_WORKER.stdin, _WORKER.stdout):
-            try:
-                if pipe is not None:
-                    pipe.close()  # the child's copies only: the worker is the parent's
-            except OSError:
-                pass
+            if pipe is not None:
+                pipe.close()  # the child's copies only (unbuffered: nothing to flush)
         _WORKER.returncode = 0  # so that nothing here waits for it or warns about it
-    _WORKER, _LOCK = None, threading.RLock()
+    _WORKER, _LOCK = None, threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
@@ -255,7 +285,7 @@ def _answer(worker: subprocess.Popen, job: int) -> tuple:
             found = pickle.loads(_greeting(worker.stdout))
         except pickle.UnpicklingError as error:
             raise EOFError("the worker's greeting was not one") from error
-        if found != attnlab.__file__:
+        if found != _where(attnlab.__file__):
             raise EOFError("the worker imported another attnlab than this process")
         _GREETED = True
     number, reply = _read(worker.stdout)
@@ -269,30 +299,34 @@ def run_in_two(function: Callable[..., Any], jobs: Sequence[tuple]) -> list:
     where it can run, at the same time as the first here.
 
     ``function`` must be importable by name (a module's top-level function), and the
-    second job's arguments and result picklable. A job that raises raises here, as in
+    second job's arguments and result picklable. In the worker, a job reads an empty
+    standard input and prints to standard error. A job that raises raises here, as in
     the loop; an error in the worker carries the worker's traceback as its cause.
     """
     global _JOB, _UNAVAILABLE
-    locked = False
+    import numpy as np
+
+    lock, locked = _LOCK, False
     try:
-        locked = len(jobs) == 2 and _LOCK.acquire(blocking=False)
+        locked = len(jobs) == 2 and lock.acquire(blocking=False)
         worker = _start() if locked else None
         payload = b""
         if worker is not None:
+            job = (function, tuple(jobs[1]), np.geterr())
             try:
-                payload = pickle.dumps((function, tuple(jobs[1])), pickle.HIGHEST_PROTOCOL)
+                payload = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
             except Exception:  # not picklable: no worker for this one
                 worker = None
         if worker is None:
             return [function(*job) for job in jobs]
         _JOB += 1
-        stage = "send"
+        number, stage = _JOB, "send"
         try:
-            _write(worker.stdin, _JOB, payload)
+            _write(worker.stdin, number, payload)
             stage = "here"
             here = function(*jobs[0])
             stage = "receive"
-            answer = _answer(worker, _JOB)
+            answer = _answer(worker, number)
         except BaseException as error:
             # Whatever happened while the job was out (an error here, an interrupt, a dead
             # worker), a result still on its way must not answer the next job: the worker
@@ -307,14 +341,36 @@ def run_in_two(function: Callable[..., Any], jobs: Sequence[tuple]) -> list:
             return [first, function(*jobs[1])]
     finally:
         if locked:
-            _LOCK.release()
-    if answer[0] is None:  # the worker could not even read the job: run it here
+            lock.release()
+    if answer[0] is None:  # the job could not go to the worker, or come back: run it here
         return [here, function(*jobs[1])]
     if not answer[0]:
         raise answer[1] from RemoteTraceback(answer[2])
     for message, category, filename, lineno in answer[2]:
-        warnings.warn_explicit(message, category, filename, lineno)
+        _warn_here(message, category, filename, lineno)
     return [here, answer[1]]
+
+
+_REGISTRIES: dict[str, dict] = {}  # for warnings from files no loaded module owns
+
+
+def _warn_here(message, category, filename: str, lineno: int) -> None:
+    """A warning from the worker, raised as if the code at ``filename:lineno`` had raised
+    it here: the filters for its module apply, and its module's registry records that
+    it was shown, so that by default it shows once, as it would have here."""
+    module = next(
+        (
+            name
+            for name, loaded in list(sys.modules.items())
+            if getattr(loaded, "__file__", None) == filename
+        ),
+        None,
+    )
+    if module is not None:
+        registry = vars(sys.modules[module]).setdefault("__warningregistry__", {})
+    else:
+        registry = _REGISTRIES.setdefault(filename, {})
+    warnings.warn_explicit(message, category, filename, lineno, module=module, registry=registry)
 
 
 atexit.register(_stop)
