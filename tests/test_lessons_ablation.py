@@ -426,17 +426,26 @@ def test_a_second_process_gives_the_numbers_of_one_process(monkeypatch):
                 np.testing.assert_array_equal(one.weights[t][name], two.weights[t][name])
 
 
-@pytest.mark.parametrize("divisors, seeds", [(("1", "1"), (0, 1)), (("√d_k",), (2, 2, 0))])
+@pytest.mark.parametrize(
+    "divisors, seeds",
+    [(("1", "1"), (0, 1)), (("√d_k",), (2, 2, 0)), (("1", "1", "2√d_k"), (1, 0))],
+)
 def test_a_divisor_or_seed_given_twice_keeps_its_rows_when_the_models_split(
     monkeypatch, divisors, seeds
 ):
+    # The split's bookkeeping alone, on any number of cores: the groups train one after
+    # the other here, and their rows must come back in the order of one pass.
+    monkeypatch.setattr(lesson, "available", lambda: True)
+    monkeypatch.setattr(lesson, "run_in_two", lambda f, jobs: [f(*job) for job in jobs])
     task = lesson.make_task()
     runs = {}
     for split in (False, True):
         monkeypatch.setattr(lesson, "_GROUP_WORK", 1 if split else 1 << 62)
-        runs[split] = lesson._fit_on_cores(task, 16, divisors, seeds, 4, 8, 1e-2, (), 1.0)
+        runs[split] = lesson._fit_on_cores(task, 16, divisors, seeds, 4, 8, 1e-2, (3,), 1.0)
     for name in ("loss", "accuracy"):
         np.testing.assert_array_equal(runs[False][2][name], runs[True][2][name])
+    for name in lesson.PARAMETERS:
+        np.testing.assert_array_equal(runs[False][3][3][name], runs[True][3][3][name])
     assert not np.array_equal(runs[True][2]["loss"][0], runs[True][2]["loss"][-1])
 
 

@@ -100,7 +100,19 @@ def test_a_job_that_raises_raises_here_and_the_next_call_works(fresh, bad):
         assert isinstance(raised.value.__cause__, workers.RemoteTraceback)
         assert "Traceback" in str(raised.value.__cause__)
     assert fresh.run_in_two(math.sqrt, [(4.0,), (16.0,)]) == [2.0, 4.0]
-    assert in_worker(fresh) == TWO_CORES  # stopped with the job out, and started again
+    # An error here stopped the worker with its job out, and this call started another;
+    # an error in the worker came back as its answer, and the worker stayed.
+    assert in_worker(fresh) == TWO_CORES
+
+
+def two_arguments() -> TwoArguments:
+    return TwoArguments("one", "two")
+
+
+@needs_two_cores
+def test_a_result_that_cannot_be_rebuilt_here_is_computed_here(fresh):
+    first, second = fresh.run_in_two(two_arguments, [(), ()])
+    assert str(first) == str(second) == "one and two" and in_worker(fresh)
 
 
 def test_an_error_pickle_cannot_rebuild_arrives_by_name(fresh):
@@ -121,7 +133,9 @@ def test_output_on_either_stream_does_not_garble_the_result(fresh):
 @needs_two_cores
 def test_output_before_the_worker_starts_serving_is_skipped(fresh, tmp_path, monkeypatch):
     # A sitecustomize that prints, as some environments have, before any of our code runs.
-    (tmp_path / "sitecustomize.py").write_text("print('hello from sitecustomize ' * 50)\n")
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os\nos.write(1, b'hello from sitecustomize ' * 50)\n"  # unbuffered, at once
+    )
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     here, there = fresh.run_in_two(os.getpid, [(), ()])
     assert here != there and in_worker(fresh)
@@ -149,13 +163,17 @@ def test_a_job_the_worker_cannot_read_runs_here(fresh, monkeypatch):
     assert in_worker(fresh)  # still there for the next job
 
 
-def nested(x: float) -> list:  # a job that itself splits its work
-    return workers.run_in_two(math.sqrt, [(x,), (x * 4,)])
+def nested(x: float) -> tuple:  # a job that itself splits its work
+    return os.getpid(), workers.run_in_two(os.getpid, [(), ()]), workers.available()
 
 
 @needs_two_cores
 def test_a_call_inside_a_job_runs_both_its_jobs_there(fresh):
-    assert fresh.run_in_two(nested, [(1.0,), (9.0,)]) == [[1.0, 2.0], [3.0, 6.0]]
+    (here, inner_here, free_here), (there, inner_there, free_there) = fresh.run_in_two(
+        nested, [(1.0,), (9.0,)]
+    )
+    assert inner_here == [here, here] and inner_there == [there, there] and here != there
+    assert not free_here and not free_there  # no third process, here or in the worker
     assert in_worker(fresh)
 
 
@@ -174,7 +192,7 @@ def test_a_warning_from_the_worker_shows_once_like_one_raised_here(fresh):
         fresh.run_in_two(careful, [(), ()])
         fresh.run_in_two(careful, [(), ()])
     assert [str(w.message) for w in seen] == ["careful"]
-    assert in_worker(fresh)
+    assert in_worker(fresh) and fresh._JOB >= 2
 
 
 def exp_of(x: float) -> float:
@@ -187,9 +205,11 @@ def exp_of(x: float) -> float:
 def test_the_job_runs_under_this_processs_numpy_error_settings(fresh):
     import numpy as np
 
-    with np.errstate(under="raise"), pytest.raises(FloatingPointError, match="underflow"):
+    with np.errstate(under="raise"), pytest.raises(FloatingPointError, match="underflow") as e:
         fresh.run_in_two(exp_of, [(0.0,), (-1000.0,)])
+    assert isinstance(e.value.__cause__, workers.RemoteTraceback)  # raised in the worker
     assert fresh.run_in_two(exp_of, [(0.0,), (-1000.0,)]) == [1.0, 0.0]
+    assert in_worker(fresh)
 
 
 def log_of(x: float) -> float:

@@ -62,7 +62,7 @@ import pickle, sys; jobs = os.fdopen(os.dup(0), "rb")
 try:
     sys.path[:0] = pickle.load(jobs)
 except EOFError:  # the caller went away before it sent anything
-    sys.exit()
+    os._exit(0)
 from attnlab.lessons.workers import _serve; _serve(jobs, results)
 """
 
@@ -127,23 +127,44 @@ def _greeting(stream) -> bytes:
 
 
 def _serve(jobs, results) -> None:
-    """The worker's loop: read a numbered ``(function, args)`` from ``jobs`` and write back,
-    under the same number, ``(True, result, warnings)``, ``(False, error, traceback)``,
-    or ``(None, reason)`` for a job it cannot even unpickle, which the caller then runs
-    itself; until the pipe closes. First it says which attnlab it imported (frame 0)."""
+    """The worker's loop: read a numbered ``(function, args, numpy_errors)`` from ``jobs``
+    and write back, under the same number, ``(True, result, warnings)``, ``(False, error,
+    traceback)``, or ``(None, reason)`` for a job it cannot unpickle or a result it cannot
+    pickle, which the caller then runs itself; until the pipe closes, or the caller ends.
+    First it says which attnlab it imported (frame 0)."""
+    global _UNAVAILABLE
+    _UNAVAILABLE = True  # a job that splits its own work runs both halves in the worker
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # a job that reads standard input must not read the jobs
     os.close(null)
+    _end_with(os.getppid())
     import attnlab
 
-    with jobs, results:
+    try:
         _write(results, 0, pickle.dumps(_where(attnlab.__file__)))
         while True:
             try:
                 number, payload = _read(jobs)
             except EOFError:
-                return
+                break
             _write(results, number, _run(payload))
+    except OSError:  # the caller went away while a result was on its way
+        pass
+    os._exit(0)  # nothing left to say, and no pipe left to say it on
+
+
+def _end_with(parent: int) -> None:
+    """End the worker as soon as ``parent`` has ended (a kernel killed with SIGKILL, say),
+    even in the middle of a job: the worker runs in a session of its own, so the signal
+    that ended the kernel did not reach it, and nobody will read what it computes."""
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="attnlab-watch").start()
 
 
 def _run(payload: bytes) -> bytes:
@@ -161,6 +182,9 @@ def _run(payload: bytes) -> bytes:
         said = [(w.message, w.category, w.filename, w.lineno) for w in caught]
     except Exception as error:
         return _error_reply(error, traceback.format_exc())
+    finally:  # what the job printed shows now, even if the worker is stopped next
+        sys.stdout.flush()
+        sys.stderr.flush()
     try:
         return pickle.dumps((True, result, said), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as error:  # a result that cannot travel: the caller runs the job itself
@@ -291,7 +315,10 @@ def _answer(worker: subprocess.Popen, job: int) -> tuple:
     number, reply = _read(worker.stdout)
     if number != job:
         raise EOFError(f"the worker answered job {number}, not job {job}")
-    return pickle.loads(reply)
+    try:
+        return pickle.loads(reply)
+    except Exception as error:  # a result that cannot be rebuilt here: run the job here
+        return (None, f"{type(error).__name__}: {error}")
 
 
 def run_in_two(function: Callable[..., Any], jobs: Sequence[tuple]) -> list:
@@ -311,8 +338,11 @@ def run_in_two(function: Callable[..., Any], jobs: Sequence[tuple]) -> list:
         locked = len(jobs) == 2 and lock.acquire(blocking=False)
         worker = _start() if locked else None
         payload = b""
+        numpy_errors = np.geterr()
+        if "call" in numpy_errors.values() or "log" in numpy_errors.values():
+            worker = None  # np.seterrcall's function lives in this process only
         if worker is not None:
-            job = (function, tuple(jobs[1]), np.geterr())
+            job = (function, tuple(jobs[1]), numpy_errors)
             try:
                 payload = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
             except Exception:  # not picklable: no worker for this one
@@ -346,26 +376,21 @@ def run_in_two(function: Callable[..., Any], jobs: Sequence[tuple]) -> list:
         return [here, function(*jobs[1])]
     if not answer[0]:
         raise answer[1] from RemoteTraceback(answer[2])
-    for message, category, filename, lineno in answer[2]:
-        _warn_here(message, category, filename, lineno)
+    if answer[2]:
+        owners = {getattr(m, "__file__", None): name for name, m in list(sys.modules.items())}
+        for message, category, filename, lineno in answer[2]:
+            _warn_here(message, category, filename, lineno, owners.get(filename))
     return [here, answer[1]]
 
 
 _REGISTRIES: dict[str, dict] = {}  # for warnings from files no loaded module owns
 
 
-def _warn_here(message, category, filename: str, lineno: int) -> None:
-    """A warning from the worker, raised as if the code at ``filename:lineno`` had raised
-    it here: the filters for its module apply, and its module's registry records that
-    it was shown, so that by default it shows once, as it would have here."""
-    module = next(
-        (
-            name
-            for name, loaded in list(sys.modules.items())
-            if getattr(loaded, "__file__", None) == filename
-        ),
-        None,
-    )
+def _warn_here(message, category, filename: str, lineno: int, module: str | None) -> None:
+    """A warning from the worker, raised as if the code at ``filename:lineno`` (in
+    ``module``, where one loaded here owns that file) had raised it here: the filters for
+    its module apply, and its module's registry records that it was shown, so that by
+    default it shows once, as it would have here."""
     if module is not None:
         registry = vars(sys.modules[module]).setdefault("__warningregistry__", {})
     else:
