@@ -187,12 +187,13 @@ def careful() -> None:
 def test_a_warning_from_the_worker_shows_once_like_one_raised_here(fresh):
     import warnings
 
+    sent = fresh._JOB
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("default")  # once per place
         fresh.run_in_two(careful, [(), ()])
         fresh.run_in_two(careful, [(), ()])
     assert [str(w.message) for w in seen] == ["careful"]
-    assert in_worker(fresh) and fresh._JOB >= 2
+    assert in_worker(fresh) and fresh._JOB == sent + 2  # both calls went to the worker
 
 
 def exp_of(x: float) -> float:
@@ -210,6 +211,61 @@ def test_the_job_runs_under_this_processs_numpy_error_settings(fresh):
     assert isinstance(e.value.__cause__, workers.RemoteTraceback)  # raised in the worker
     assert fresh.run_in_two(exp_of, [(0.0,), (-1000.0,)]) == [1.0, 0.0]
     assert in_worker(fresh)
+
+
+def test_a_job_under_seterrcall_stays_here_with_its_function(fresh):
+    import numpy as np
+
+    calls, sent = [], fresh._JOB
+    old = np.seterrcall(lambda kind, flag: calls.append(kind))
+    try:
+        with np.errstate(under="call"):
+            assert fresh.run_in_two(exp_of, [(-1000.0,), (-1000.0,)]) == [0.0, 0.0]
+    finally:
+        np.seterrcall(old)
+    assert calls == ["underflow", "underflow"]  # both jobs called this process's function
+    assert fresh._JOB == sent  # and neither went to the worker
+
+
+def shout(text: str) -> None:
+    print(text)
+
+
+@needs_two_cores
+def test_what_a_job_prints_in_the_worker_shows_even_if_it_is_stopped_next(fresh, capfd):
+    fresh.run_in_two(shout, [("here",), ("from the worker",)])
+    fresh._stop()  # killed at once: anything still buffered would be lost
+    out, err = capfd.readouterr()
+    assert "here" in out and "from the worker" in err
+
+
+@pytest.mark.skipif(os.name != "posix" or not TWO_CORES, reason="POSIX, with a worker")
+def test_the_worker_ends_soon_after_its_caller_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    caller = tmp_path / "caller.py"
+    caller.write_text(
+        "import os, time\n"
+        "from attnlab.lessons import workers\n"
+        "print(workers.run_in_two(os.getpid, [(), ()])[1], flush=True)\n"
+        "workers._write(workers._WORKER.stdin, 9, __import__('pickle').dumps("
+        "(time.sleep, (30,), {})))\n"  # a long job out, then the caller dies at once
+        "os.kill(os.getpid(), 9)\n"
+    )
+    done = subprocess.run([sys.executable, str(caller)], capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL
+    worker = int(done.stdout.split()[0])
+    for _ in range(40):  # the watch looks every 0.5 s
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(worker, signal.SIGKILL)
+    pytest.fail(f"the worker {worker} outlived its caller by 4 s")
 
 
 def log_of(x: float) -> float:

@@ -16,7 +16,8 @@ trains everything here: the results are the same, only slower. Anything that goe
 while a job is out (an error, an interrupt) stops the worker, so that no result ever
 answers the wrong job; the next call starts a fresh one. Warnings a job raises in the
 worker are raised again here, as if raised here (this process's filters, and the same place
-warns once by default), and the job runs under this process's NumPy error settings.
+warns once by default), and the job runs under this process's NumPy error settings (jobs
+under ``np.seterrcall``'s "call" or "log" modes stay here, with their function).
 
 Lessons: ``notebooks/08_does_scaling_matter.ipynb`` and ``notebooks/10_in_practice.ipynb``
 (through :mod:`attnlab.lessons.ablation`'s training).
@@ -39,7 +40,7 @@ from typing import Any
 from ..fast import _cores
 
 _WORKER: subprocess.Popen | None = None
-_UNAVAILABLE = False  # set where the worker cannot start, or once it has died during a job
+_UNAVAILABLE = False  # where the worker cannot start, once it died during a job, in the worker
 _LOCK = threading.Lock()  # one job out at a time; another thread, or a nested call, runs here
 _JOB = 0  # the number of the last job sent; the worker's reply carries it back
 _GREETED = False  # whether the worker has said it imported the caller's attnlab
@@ -57,13 +58,13 @@ _STRAY = 1 << 20  # bytes of start-up output (sitecustomize, say) skipped before
 # jobs' pipe from the start: a second one could miss what the first had already buffered.
 _BOOT = """\
 import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)
-import os; results = os.fdopen(os.dup(1), "wb"); os.dup2(2, 1)
+import os; parent = os.getppid(); results = os.fdopen(os.dup(1), "wb"); os.dup2(2, 1)
 import pickle, sys; jobs = os.fdopen(os.dup(0), "rb")
 try:
     sys.path[:0] = pickle.load(jobs)
 except EOFError:  # the caller went away before it sent anything
     os._exit(0)
-from attnlab.lessons.workers import _serve; _serve(jobs, results)
+from attnlab.lessons.workers import _serve; _serve(jobs, results, parent)
 """
 
 
@@ -126,18 +127,19 @@ def _greeting(stream) -> bytes:
     raise EOFError("the worker never greeted")
 
 
-def _serve(jobs, results) -> None:
+def _serve(jobs, results, parent: int) -> None:
     """The worker's loop: read a numbered ``(function, args, numpy_errors)`` from ``jobs``
     and write back, under the same number, ``(True, result, warnings)``, ``(False, error,
     traceback)``, or ``(None, reason)`` for a job it cannot unpickle or a result it cannot
-    pickle, which the caller then runs itself; until the pipe closes, or the caller ends.
-    First it says which attnlab it imported (frame 0)."""
+    pickle, which the caller then runs itself; until the pipe closes, or the caller (the
+    process ``parent``) ends. First it says which attnlab it imported (frame 0)."""
     global _UNAVAILABLE
-    _UNAVAILABLE = True  # a job that splits its own work runs both halves in the worker
+    _UNAVAILABLE = True  # in the worker: a job that splits its own work runs both halves here
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # a job that reads standard input must not read the jobs
     os.close(null)
-    _end_with(os.getppid())
+    if os.name == "posix":
+        _end_with(parent)
     import attnlab
 
     try:
@@ -148,15 +150,26 @@ def _serve(jobs, results) -> None:
             except EOFError:
                 break
             _write(results, number, _run(payload))
-    except OSError:  # the caller went away while a result was on its way
+    except OSError:  # a pipe to a caller that went away
         pass
-    os._exit(0)  # nothing left to say, and no pipe left to say it on
+    _flush_quietly()
+    os._exit(0)  # not exit(): a thread a job left running must not keep the worker alive
+
+
+def _flush_quietly() -> None:
+    """Show what jobs printed; a job may have closed or replaced the streams."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
 
 
 def _end_with(parent: int) -> None:
-    """End the worker as soon as ``parent`` has ended (a kernel killed with SIGKILL, say),
-    even in the middle of a job: the worker runs in a session of its own, so the signal
-    that ended the kernel did not reach it, and nobody will read what it computes."""
+    """End the worker as soon as ``parent`` has ended, even in the middle of a job: a kernel
+    killed with its process group (as Jupyter stops one) leaves the worker running, since
+    it has a session of its own, and nobody will read what it computes. POSIX only: there
+    a process whose parent ends is handed to another, and ``getppid`` changes."""
     import time
 
     def watch() -> None:
@@ -183,8 +196,7 @@ def _run(payload: bytes) -> bytes:
     except Exception as error:
         return _error_reply(error, traceback.format_exc())
     finally:  # what the job printed shows now, even if the worker is stopped next
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _flush_quietly()
     try:
         return pickle.dumps((True, result, said), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as error:  # a result that cannot travel: the caller runs the job itself
@@ -300,7 +312,8 @@ if hasattr(os, "register_at_fork"):
 
 
 def _answer(worker: subprocess.Popen, job: int) -> tuple:
-    """The worker's reply to job number ``job``; EOFError if it is not that."""
+    """The worker's reply to job number ``job`` (``(None, reason)`` if it cannot be
+    rebuilt here); EOFError if it is not that job's."""
     global _GREETED
     if not _GREETED:
         import attnlab
@@ -335,12 +348,12 @@ def run_in_two(function: Callable[..., Any], jobs: Sequence[tuple]) -> list:
 
     lock, locked = _LOCK, False
     try:
-        locked = len(jobs) == 2 and lock.acquire(blocking=False)
+        numpy_errors = np.geterr()
+        # np.seterrcall's function lives in this process only: such jobs stay here.
+        here_only = "call" in numpy_errors.values() or "log" in numpy_errors.values()
+        locked = len(jobs) == 2 and not here_only and lock.acquire(blocking=False)
         worker = _start() if locked else None
         payload = b""
-        numpy_errors = np.geterr()
-        if "call" in numpy_errors.values() or "log" in numpy_errors.values():
-            worker = None  # np.seterrcall's function lives in this process only
         if worker is not None:
             job = (function, tuple(jobs[1]), numpy_errors)
             try:
@@ -377,7 +390,9 @@ def run_in_two(function: Callable[..., Any], jobs: Sequence[tuple]) -> list:
     if not answer[0]:
         raise answer[1] from RemoteTraceback(answer[2])
     if answer[2]:
-        owners = {getattr(m, "__file__", None): name for name, m in list(sys.modules.items())}
+        owners: dict = {}
+        for name, loaded in list(sys.modules.items()):
+            owners.setdefault(getattr(loaded, "__file__", None), name)
         for message, category, filename, lineno in answer[2]:
             _warn_here(message, category, filename, lineno, owners.get(filename))
     return [here, answer[1]]
